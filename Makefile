@@ -1,0 +1,48 @@
+# maelab: two commands for a newcomer -- `make book` and `make test`. Both set themselves up.
+SHELL   := /bin/bash
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.maelab-installed
+PROFILE ?= auto
+PYTEST_ARGS ?=
+
+.PHONY: book test venv notebooks html chromium mathjax clean help
+
+help:
+	@echo "make book   - set up .venv, execute every notebook (papermill), build _build/html"
+	@echo "make test   - set up .venv, run the library tests, smoke-execute every notebook, strict book build"
+	@echo "              PROFILE=auto|smoke|cpu|gpu (book), PYTEST_ARGS='-k store' (test)"
+
+# The virtualenv is created once and reused; it is rebuilt only when the pins change.
+venv: $(STAMP)
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $@
+
+notebooks: venv
+	$(PY) -m maelab.book run --profile $(PROFILE)
+
+html: venv
+	$(PY) -m maelab.book build
+
+book: notebooks html
+	@echo "open _build/html/index.html"
+
+# Headless Chromium checks that maths is typeset in the built pages; installed from Debian when missing.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian chromium for the page checks"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+test: venv chromium
+	MAELAB_PROGRESS=0 $(PY) -m pytest $(PYTEST_ARGS)
+
+mathjax:
+	./scripts/vendor_mathjax.sh
+
+clean:
+	rm -rf _build .cache/results-smoke

@@ -1,0 +1,368 @@
+"""The book: notebook context, papermill runner, Jupyter Book build, scoreboard.
+
+In a notebook::
+
+    # parameters cell (tagged "parameters"; papermill may inject others)
+    profile, seed, device, recompute, progress = "cpu", 0, "auto", False, None
+    # next cell
+    ctx = maelab.book.setup("masking", profile=profile, seed=seed, device=device, recompute=recompute,
+                            progress=progress)          # validates; one-line error for a bad value
+    res = ctx.load_or_compute("spectra", config, fn)   # results as data, with provenance
+    ctx.claim("bisulco.eq19_21_sinc", Evidence(...), res)
+    ctx.finish()                                        # stores claim evidence, shows provenance
+
+From the shell (``make book`` does both)::
+
+    python -m maelab.book run --profile auto [--only masking] [--recompute]
+    python -m maelab.book build [--strict]
+
+``--profile auto`` runs each notebook with the best profile that has committed results (gpu > cpu), else cpu.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from . import claims as claims_mod
+from . import store
+from ._util import progress_enabled, resolve_device, seed_everything
+from ._validate import ParameterError
+from .profiles import NOTEBOOKS, PROFILE_NAMES, settings, validate_params
+
+LAST = ("scoreboard",)  # notebooks that read other notebooks' results run last
+
+
+# ----------------------------------------------------------------------------------------------- context
+@dataclasses.dataclass
+class Context:
+    notebook: str
+    profile: str
+    seed: int
+    device: Any
+    recompute: bool
+    progress: bool
+    params: dict
+    settings: dict
+    results: list = dataclasses.field(default_factory=list)
+    _claims: dict = dataclasses.field(default_factory=dict)
+
+    def load_or_compute(self, name: str, config: dict, fn: Callable[[], dict], seeds=None) -> store.Result:
+        """:func:`maelab.store.load_or_compute` with this notebook's profile, seed, device and recompute flag.
+
+        ``config`` gets the profile and the notebook's profile settings added, so a settings change recomputes.
+        """
+        full = {"profile": self.profile, "settings": self.settings, **config}
+        res = store.load_or_compute(name, full, fn, notebook=self.notebook, profile=self.profile,
+                                    seeds=seeds if seeds is not None else [self.seed], device=self.device,
+                                    recompute=self.recompute)
+        self.results.append(res)
+        return res
+
+    def claim(self, claim_id: str, evidence: claims_mod.Evidence, *sources: store.Result) -> tuple[str, str]:
+        """Record evidence for a registered claim; returns (verdict, reason) computed by its criterion."""
+        if claim_id not in claims_mod.REGISTRY:
+            raise ParameterError("claim_id", "an id in maelab.claims.REGISTRY", claim_id)
+        c = claims_mod.REGISTRY[claim_id]
+        if c.notebook != self.notebook:
+            raise ParameterError("claim_id", f"a claim of notebook {self.notebook!r}", claim_id)
+        v, why = claims_mod.verdict(c, evidence)
+        self._claims[claim_id] = {
+            "evidence": evidence.to_dict(), "verdict": v, "reason": why,
+            "sources": [{"name": s.name, "config_hash": s.provenance["config_hash"],
+                         "commit": s.provenance["git"]["commit"], "device": s.provenance["device"]}
+                        for s in sources],
+        }
+        return v, why
+
+    def claims_frame(self):
+        import pandas as pd
+
+        rows = []
+        for cid, rec in self._claims.items():
+            c = claims_mod.REGISTRY[cid]
+            ev = claims_mod.Evidence.from_dict(rec["evidence"])
+            rows.append({"claim": c.statement, "where": c.where, "paper": c.paper_value,
+                         "ours": format_value(ev), "criterion": c.criterion.text, "verdict": rec["verdict"],
+                         "reason": rec["reason"]})
+        return pd.DataFrame(rows)
+
+    def finish(self) -> store.Result | None:
+        """Store this notebook's claim evidence (idempotent: unchanged evidence is not rewritten)."""
+        out = None
+        if self._claims:
+            rows = {k: self._claims[k] for k in sorted(self._claims)}
+            out = store.load_or_compute("claims", {"claims": rows}, lambda: {"claims": rows},
+                                        notebook=self.notebook, profile=self.profile, seeds=[self.seed],
+                                        device=self.device, log=None)
+        return out
+
+    def provenance_frame(self):
+        """One row per result used on this page: where it came from."""
+        import pandas as pd
+
+        rows = []
+        for r in self.results:
+            p = r.provenance
+            rows.append({"result": r.name, "profile": p["profile"], "device": p["device"],
+                         "commit": p["git"]["commit"][:10] + ("+dirty" if p["git"]["dirty"] else ""),
+                         "seeds": ", ".join(map(str, p["seeds"] or [])), "wall time (s)": p["wall_time_s"],
+                         "computed": p["timestamp"][:19].replace("T", " "),
+                         "config hash": p["config_hash"], "loaded from store": r.from_store})
+        return pd.DataFrame(rows)
+
+
+def setup(notebook: str, *, profile: str, seed: int = 0, device: str = "auto", recompute: bool = False,
+          progress: bool | None = None, **params: Any) -> Context:
+    """Validate a notebook's parameters (one-line ParameterError on the first bad one) and build its context."""
+    if notebook not in NOTEBOOKS:
+        raise ParameterError("notebook", "one of " + ", ".join(NOTEBOOKS), notebook)
+    checked = validate_params({"profile": profile, "seed": seed, "device": device, "recompute": recompute,
+                               "progress": progress, **params})
+    dev = resolve_device(checked["device"])
+    seed_everything(checked["seed"])
+    extra = {k: v for k, v in checked.items() if k not in ("profile", "seed", "device", "recompute", "progress")}
+    prof = settings(notebook, checked["profile"])
+    # a parameter named like a profile setting overrides it (None keeps the profile's value)
+    unknown = [k for k, v in extra.items() if v is not None and k not in prof]
+    if unknown:
+        raise ParameterError(unknown[0], f"a setting of notebook {notebook!r} (" + ", ".join(prof) + ")", extra[unknown[0]])
+    prof.update({k: v for k, v in extra.items() if v is not None})
+    return Context(notebook=notebook, profile=checked["profile"], seed=checked["seed"], device=dev,
+                   recompute=checked["recompute"], progress=progress_enabled(checked["progress"]), params=extra,
+                   settings=prof)
+
+
+def format_value(ev: claims_mod.Evidence) -> str:
+    if ev.y is not None:
+        pts = ", ".join(f"{y:.3g}" for y in ev.y)
+        return f"[{pts}]" + (f" (±{max(ev.y_err):.2g} s.e.)" if ev.y_err else "")
+    if ev.value is None:
+        return "—"
+    s = f"{ev.value:.3g}"
+    if ev.std is not None:
+        s += f" ± {ev.std:.2g} (n={ev.n})"
+    return s
+
+
+# ----------------------------------------------------------------------------------------------- scoreboard
+def _claim_roots() -> list[Path]:
+    env = os.environ.get("MAELAB_RESULTS_DIR")
+    if env:
+        return [Path(env)]
+    return [store.results_root("cpu"), store.results_root("smoke")]
+
+
+def collect_claims():
+    """Every registered claim with the evidence of the best profile stored for its notebook (gpu > cpu > smoke).
+
+    Verdicts are recomputed here from the stored evidence with the registry's criterion.
+    """
+    import pandas as pd
+
+    best: dict[str, tuple[str, dict, dict]] = {}  # notebook -> (profile, rows, provenance)
+    for root in _claim_roots():
+        if not root.exists():
+            continue
+        for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+            for profile in store.PROFILE_ORDER:
+                r = store.load(folder.name, "claims", profile, root=root)
+                if r is None:
+                    continue
+                cur = best.get(folder.name)
+                if cur is None or store.PROFILE_ORDER.index(profile) < store.PROFILE_ORDER.index(cur[0]):
+                    best[folder.name] = (profile, r["claims"], r.provenance)
+                break
+    rows = []
+    for c in claims_mod.REGISTRY.values():
+        row = {"id": c.id, "paper": c.paper, "where": c.where, "claim": c.statement, "paper's value": c.paper_value,
+               "measure": c.measure, "criterion": c.criterion.text, "notebook": c.notebook}
+        found = best.get(c.notebook)
+        rec = found[1].get(c.id) if found else None
+        if rec is None:
+            row.update({"ours": "—", "verdict": "not yet measured", "reason": "", "profile": "", "device": "",
+                        "commit": ""})
+        else:
+            ev = claims_mod.Evidence.from_dict(rec["evidence"])
+            v, why = claims_mod.verdict(c, ev)
+            src = rec["sources"][0] if rec["sources"] else {"device": found[2]["device"],
+                                                             "commit": found[2]["git"]["commit"]}
+            row.update({"ours": format_value(ev), "verdict": v, "reason": why, "profile": found[0],
+                        "device": src["device"], "commit": src["commit"][:10]})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------- runner
+def notebooks_in_order(root: Path | None = None) -> list[str]:
+    """Notebook names in _toc.yml order, those in LAST at the end; notebooks/ files missing from the toc after."""
+    import yaml
+
+    root = root or store.repo_root()
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    names: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            f = node.get("file")
+            if isinstance(f, str) and f.startswith("notebooks/"):
+                names.append(Path(f).stem)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(toc)
+    on_disk = sorted(p.stem for p in (root / "notebooks").glob("*.md"))
+    names += [n for n in on_disk if n not in names]
+    names = [n for n in names if n in on_disk]
+    return [n for n in names if n not in LAST] + [n for n in LAST if n in names]
+
+
+def choose_profile(notebook: str, requested: str) -> str:
+    if requested != "auto":
+        return requested
+    found = [p for p in store.stored_profiles(notebook, store.results_root("cpu")) if p != "smoke"]
+    return found[0] if found else "cpu"
+
+
+class NotebookFailed(RuntimeError):
+    pass
+
+
+def run_notebook(name: str, profile: str, out_dir: Path, *, recompute: bool = False, device: str = "auto",
+                 extra: dict | None = None, root: Path | None = None) -> Path:
+    """Execute notebooks/NAME.md through papermill into out_dir/NAME.ipynb; NotebookFailed names the cell."""
+    import jupytext
+    import nbformat
+    import papermill as pm
+
+    root = root or store.repo_root()
+    src = root / "notebooks" / f"{name}.md"
+    if not src.exists():
+        raise ParameterError("notebook", "one of " + ", ".join(notebooks_in_order(root)), name)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    nb = jupytext.read(src)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    inp = out_dir / f".{name}.input.ipynb"
+    nbformat.write(nb, inp)
+    out = out_dir / f"{name}.ipynb"
+    params = {"profile": profile, "recompute": recompute, "device": device, **(extra or {})}
+    t0 = time.perf_counter()
+    try:
+        pm.execute_notebook(str(inp), str(out), parameters=params, kernel_name="python3", cwd=str(root / "notebooks"),
+                            progress_bar=False, log_output=False, report_mode=False)
+    except pm.PapermillExecutionError as e:
+        evalue = str(e.evalue).splitlines()[0] if str(e.evalue) else ""
+        raise NotebookFailed(f"notebook {name} (notebooks/{name}.md) failed in cell {e.cell_index} "
+                             f"(execution count {e.exec_count}): {e.ename}: {evalue}") from None
+    finally:
+        inp.unlink(missing_ok=True)
+    print(f"[book] {name}: executed with profile={profile} in {time.perf_counter() - t0:.1f} s -> {out}", flush=True)
+    return out
+
+
+def run(profile: str = "auto", only: list[str] | None = None, out_dir: Path | None = None, recompute: bool = False,
+        device: str = "auto", extra: dict | None = None) -> list[Path]:
+    root = store.repo_root()
+    out_dir = Path(out_dir) if out_dir else root / "_build" / "executed"
+    if profile != "auto" and profile not in PROFILE_NAMES:
+        raise ParameterError("profile", "one of 'auto', " + ", ".join(repr(p) for p in PROFILE_NAMES), profile)
+    names = notebooks_in_order(root)
+    if only:
+        bad = [n for n in only if n not in names]
+        if bad:
+            raise ParameterError("only", "notebook names among " + ", ".join(names), bad[0])
+        names = [n for n in names if n in only]
+    outs = []
+    for name in names:
+        prof = "cpu" if (profile == "auto" and name in LAST) else choose_profile(name, profile)
+        if profile == "smoke":
+            prof = "smoke"
+        outs.append(run_notebook(name, prof, out_dir, recompute=recompute, device=device, extra=extra, root=root))
+    return outs
+
+
+def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
+    """Assemble a Jupyter Book source tree: config, toc, prose pages and the executed notebooks."""
+    root = root or store.repo_root()
+    if stage_dir.exists():
+        shutil.rmtree(stage_dir)
+    stage_dir.mkdir(parents=True)
+    for f in ("_config.yml", "_toc.yml"):
+        shutil.copy2(root / f, stage_dir / f)
+    shutil.copytree(root / "book", stage_dir / "book")
+    nbdir = stage_dir / "notebooks"
+    nbdir.mkdir()
+    missing = []
+    for name in notebooks_in_order(root):
+        p = Path(executed) / f"{name}.ipynb"
+        if not p.exists():
+            missing.append(name)
+        else:
+            shutil.copy2(p, nbdir / p.name)
+    if missing:
+        raise NotebookFailed("not executed yet: " + ", ".join(missing) + " (run `python -m maelab.book run` first)")
+    return stage_dir
+
+
+def build(executed: Path | None = None, out: Path | None = None, strict: bool = False) -> Path:
+    """Build the HTML book from executed notebooks (execution off); returns the html folder."""
+    root = store.repo_root()
+    executed = Path(executed) if executed else root / "_build" / "executed"
+    out = Path(out) if out else root
+    src = stage(executed, out / "_build" / "src", root)
+    jb = Path(sys.executable).parent / "jupyter-book"
+    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(src), "--path-output", str(out),
+           "--builder", "html"]
+    if strict:
+        cmd += ["-W", "-n", "--keep-going"]
+    print("[book] " + " ".join(cmd), flush=True)
+    r = subprocess.run(cmd)
+    if r.returncode != 0:
+        raise NotebookFailed(f"jupyter-book build failed (exit {r.returncode})")
+    html = out / "_build" / "html"
+    print(f"[book] built {html / 'index.html'}", flush=True)
+    return html
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m maelab.book", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="execute notebooks through papermill")
+    r.add_argument("--profile", default="auto", help="auto (best committed, else cpu) | smoke | cpu | gpu")
+    r.add_argument("--only", nargs="*", help="notebook names (default: all)")
+    r.add_argument("--recompute", action="store_true", help="ignore stored results")
+    r.add_argument("--device", default="auto")
+    r.add_argument("--out", type=Path, help="folder for executed notebooks (default _build/executed)")
+    r.add_argument("--results-dir", type=Path, help="results root (default data/results; smoke: .cache)")
+    b = sub.add_parser("build", help="build the HTML book from executed notebooks")
+    b.add_argument("--executed", type=Path)
+    b.add_argument("--out", type=Path, help="output root (html goes to OUT/_build/html)")
+    b.add_argument("--strict", action="store_true", help="-W -n --keep-going")
+    sub.add_parser("list", help="list notebooks in build order")
+    a = ap.parse_args(argv)
+    try:
+        if a.cmd == "run":
+            if a.results_dir:
+                os.environ["MAELAB_RESULTS_DIR"] = str(a.results_dir.resolve())
+            run(a.profile, a.only, a.out, a.recompute, a.device)
+        elif a.cmd == "build":
+            build(a.executed, a.out, a.strict)
+        else:
+            print("\n".join(notebooks_in_order()))
+    except (NotebookFailed, ParameterError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

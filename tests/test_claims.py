@@ -1,0 +1,61 @@
+"""maelab.claims: verdicts computed from evidence by each criterion."""
+import math
+
+import pytest
+
+from maelab import claims as C
+
+
+def test_below_above_with_and_without_samples():
+    assert C.Below(1e-9).decide(C.Evidence(value=1e-12))[0] == C.SUPPORTED
+    assert C.Below(1e-9).decide(C.Evidence(value=1e-3))[0] == C.NOT_SUPPORTED
+    # mean below but the 2-s.e. interval straddles the threshold -> inconclusive
+    ev = C.Evidence.from_samples([0.8, 1.3, 0.6])  # mean 0.9, sd ~0.36, sem ~0.21
+    assert C.Below(1.0).decide(ev)[0] == C.INCONCLUSIVE
+    assert C.Above(0.0).decide(C.Evidence.from_samples([1.0, 1.1, 0.9]))[0] == C.SUPPORTED
+    assert C.Above(2.0).decide(C.Evidence.from_samples([1.0, 1.1, 0.9]))[0] == C.NOT_SUPPORTED
+    assert C.Below(1.0).decide(C.Evidence(value=float("nan")))[0] == C.INCONCLUSIVE
+
+
+def test_evidence_statistics_match_hand_computation():
+    ev = C.Evidence.from_samples([1.0, 2.0, 4.0])
+    assert ev.value == pytest.approx(7 / 3)
+    sd = math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2)
+    assert ev.std == pytest.approx(sd) and ev.sem == pytest.approx(sd / math.sqrt(3))
+    assert C.Evidence.from_dict(ev.to_dict()) == ev
+
+
+def test_within():
+    assert C.Within(0.0, 0.2).decide(C.Evidence.from_samples([0.05, -0.05, 0.0]))[0] == C.SUPPORTED
+    assert C.Within(0.0, 0.2).decide(C.Evidence.from_samples([1.0, 1.1, 0.9]))[0] == C.NOT_SUPPORTED
+    assert C.Within(0.0, 0.2).decide(C.Evidence.from_samples([0.1, 0.4, 0.25]))[0] == C.INCONCLUSIVE
+
+
+def test_paired_greater_uses_t_test():
+    from scipy import stats
+
+    diffs = [2.0, 3.0, 2.5, 3.5]
+    v, why = C.PairedGreater(0.05).decide(C.Evidence.from_samples(diffs))
+    p = stats.ttest_1samp(diffs, 0, alternative="greater").pvalue
+    assert v == C.SUPPORTED and p < 0.05
+    assert C.PairedGreater().decide(C.Evidence.from_samples([-2.0, -3.0, -2.5]))[0] == C.NOT_SUPPORTED
+    assert C.PairedGreater().decide(C.Evidence.from_samples([1.0, -1.0, 0.5]))[0] == C.INCONCLUSIVE
+    assert C.PairedGreater().decide(C.Evidence.from_samples([1.0]))[0] == C.INCONCLUSIVE
+
+
+def test_monotone():
+    up = C.Evidence(x=(1, 2, 3), y=(0.1, 0.2, 0.3), y_err=(0.01, 0.01, 0.01))
+    assert C.Monotone("increasing").decide(up)[0] == C.SUPPORTED
+    assert C.Monotone("decreasing").decide(up)[0] == C.NOT_SUPPORTED
+    noisy = C.Evidence(x=(1, 2, 3), y=(0.1, 0.11, 0.3), y_err=(0.05, 0.05, 0.01))
+    assert C.Monotone("increasing").decide(noisy)[0] == C.INCONCLUSIVE
+    with pytest.raises(ValueError, match="direction"):
+        C.Monotone("sideways")
+
+
+def test_registry_rows_are_complete():
+    assert C.REGISTRY, "registry is empty"
+    for cid, c in C.REGISTRY.items():
+        assert cid == c.id and c.paper in C.PAPERS
+        assert c.statement and c.where and c.paper_value and c.measure and c.criterion.text
+        assert isinstance(c.criterion, C.Criterion)
