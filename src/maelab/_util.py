@@ -57,9 +57,16 @@ def progress_enabled(progress: bool | None = None) -> bool:
 
 def pbar(iterable=None, *, progress: bool | None = None, **kwargs):
     """tqdm.auto progress bar, silenced in CI (see :func:`progress_enabled`)."""
-    from tqdm.auto import tqdm
+    import warnings
 
-    return tqdm(iterable, disable=not progress_enabled(progress), **kwargs)
+    from tqdm import TqdmExperimentalWarning, TqdmWarning
+
+    with warnings.catch_warnings():  # tqdm.auto warns in notebooks without ipywidgets; text bars are fine
+        warnings.simplefilter("ignore", TqdmWarning)
+        warnings.simplefilter("ignore", TqdmExperimentalWarning)
+        from tqdm.auto import tqdm
+
+        return tqdm(iterable, disable=not progress_enabled(progress), **kwargs)
 
 
 @contextlib.contextmanager

@@ -112,7 +112,7 @@ class Context:
             p = r.provenance
             rows.append({"result": r.name, "profile": p["profile"], "device": p["device"],
                          "commit": p["git"]["commit"][:10] + ("+dirty" if p["git"]["dirty"] else ""),
-                         "seeds": ", ".join(map(str, p["seeds"] or [])), "wall time (s)": p["wall_time_s"],
+                         "seeds": ", ".join(map(str, p["seeds"] or [])), "wall time (s)": f"{p['wall_time_s']:.3g}",
                          "computed": p["timestamp"][:19].replace("T", " "),
                          "config hash": p["config_hash"], "loaded from store": r.from_store})
         return pd.DataFrame(rows)
@@ -261,8 +261,10 @@ def run_notebook(name: str, profile: str, out_dir: Path, *, recompute: bool = Fa
                             progress_bar=False, log_output=False, report_mode=False)
     except pm.PapermillExecutionError as e:
         evalue = str(e.evalue).splitlines()[0] if str(e.evalue) else ""
+        first = next((ln.strip() for ln in (e.source or "").splitlines() if ln.strip()), "")
+        first = first if len(first) <= 60 else first[:57] + "..."
         raise NotebookFailed(f"notebook {name} (notebooks/{name}.md) failed in cell {e.cell_index} "
-                             f"(execution count {e.exec_count}): {e.ename}: {evalue}") from None
+                             f"(execution count {e.exec_count}, `{first}`): {e.ename}: {evalue}") from None
     finally:
         inp.unlink(missing_ok=True)
     print(f"[book] {name}: executed with profile={profile} in {time.perf_counter() - t0:.1f} s -> {out}", flush=True)

@@ -1,0 +1,154 @@
+"""Building blocks shared by the ViT models: sin-cos position embeddings, official MAE initialisation,
+attention-map extraction from timm blocks, the uniformity loss, and input normalisation."""
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from timm.models.vision_transformer import Block
+
+from .._validate import ParameterError
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+#: LayerNorm of the official MAE factories (``partial(nn.LayerNorm, eps=1e-6)``).
+norm_layer = partial(nn.LayerNorm, eps=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 2-D sin-cos position embedding (MAE util/pos_embed.py convention)
+# ----------------------------------------------------------------------------------------------------------------
+def sincos_1d(dim: int, pos: np.ndarray) -> np.ndarray:
+    """(M,) positions -> (M, dim): [sin(pos * w_i) for i < dim/2] ++ [cos(pos * w_i)], w_i = 10000^(-2i/dim)."""
+    if dim % 2:
+        raise ParameterError("embed_dim", "divisible by 4 (2-D sin-cos position embedding)", dim * 2)
+    omega = 1.0 / 10000 ** (np.arange(dim // 2, dtype=np.float64) / (dim / 2.0))
+    out = np.outer(np.asarray(pos, dtype=np.float64).reshape(-1), omega)
+    return np.concatenate([np.sin(out), np.cos(out)], axis=1)
+
+
+def sincos_2d(dim: int, grid: tuple[int, int], cls_token: bool = True) -> np.ndarray:
+    """Fixed 2-D sin-cos embedding, float32 (1 + gh*gw, dim) with a zero row for [CLS] (if ``cls_token``).
+
+    Tokens are in raster order. As in the official MAE code, the first dim/2 channels encode the *column* index
+    and the last dim/2 the *row* index, each as [sin(pos w_0..), cos(pos w_0..)], w_i = 10000^(-i/(dim/4)).
+    """
+    if dim % 4:
+        raise ParameterError("embed_dim", "divisible by 4 (2-D sin-cos position embedding)", dim)
+    gh, gw = grid
+    rows, cols = np.meshgrid(np.arange(gh), np.arange(gw), indexing="ij")
+    emb = np.concatenate([sincos_1d(dim // 2, cols.reshape(-1)), sincos_1d(dim // 2, rows.reshape(-1))], axis=1)
+    if cls_token:
+        emb = np.concatenate([np.zeros((1, dim)), emb], axis=0)
+    return emb.astype(np.float32)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# initialisation (official MAE)
+# ----------------------------------------------------------------------------------------------------------------
+def init_linear_and_norm(module: nn.Module) -> None:
+    """xavier_uniform for Linear weights (zero bias), LayerNorm weight 1 / bias 0 (official MAE ``_init_weights``)."""
+    if isinstance(module, nn.Linear):
+        nn.init.xavier_uniform_(module.weight)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.LayerNorm):
+        if module.weight is not None:
+            nn.init.ones_(module.weight)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+
+def init_patch_embed(proj: nn.Conv2d) -> None:
+    """Patch-embedding conv initialised like a Linear layer: xavier_uniform on the (D, C*p*p) weight view."""
+    w = proj.weight.data
+    nn.init.xavier_uniform_(w.view(w.shape[0], -1))
+    if proj.bias is not None:
+        nn.init.zeros_(proj.bias)
+
+
+def make_blocks(dim: int, depth: int, heads: int, mlp_ratio: float, drop_path: float = 0.0) -> nn.ModuleList:
+    """``depth`` timm ``Block``s (qkv_bias=True, LayerNorm eps 1e-6), stochastic depth rising linearly to
+    ``drop_path``: exactly the official MAE blocks (same parameter names and shapes)."""
+    rates = torch.linspace(0, drop_path, depth).tolist() if depth else []
+    return nn.ModuleList([Block(dim, heads, mlp_ratio, qkv_bias=True, norm_layer=norm_layer, drop_path=r)
+                          for r in rates])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# attention maps
+# ----------------------------------------------------------------------------------------------------------------
+def attention_map(block: Block, x: torch.Tensor) -> torch.Tensor:
+    """Softmax attention (N, heads, T, T) of a timm ``Block`` on its input ``x`` (N, T, D).
+
+    timm may run the fused scaled-dot-product kernel, which never materialises the map; we recompute it from the
+    block's own weights: h = norm1(x), (q, k, v) = qkv(h) split per head, q, k through the block's q_norm/k_norm,
+    softmax(q k^T * head_dim^-0.5). Rows index queries, columns keys (rows sum to 1). Dropout is not applied.
+    """
+    attn = block.attn
+    n, t, _ = x.shape
+    h = block.norm1(x)
+    qkv = attn.qkv(h).reshape(n, t, 3, attn.num_heads, attn.head_dim).permute(2, 0, 3, 1, 4)
+    q, k = attn.q_norm(qkv[0]), attn.k_norm(qkv[1])
+    return ((q * attn.scale) @ k.transpose(-2, -1)).softmax(dim=-1)
+
+
+def attention_output(block: Block, x: torch.Tensor, attn_map: torch.Tensor) -> torch.Tensor:
+    """Attention-branch output proj(attn_map @ v) of ``block`` on input ``x`` (to check :func:`attention_map`)."""
+    attn = block.attn
+    n, t, _ = x.shape
+    qkv = attn.qkv(block.norm1(x)).reshape(n, t, 3, attn.num_heads, attn.head_dim).permute(2, 0, 3, 1, 4)
+    out = (attn_map @ qkv[2]).transpose(1, 2).reshape(n, t, attn.attn_dim)
+    return attn.proj(attn.norm(out))
+
+
+def run_blocks(blocks: nn.ModuleList, x: torch.Tensor, return_tokens: bool = False, return_attn: bool = False):
+    """Apply ``blocks`` in turn; optionally collect every block's output tokens and attention map.
+
+    Returns (x, tokens, attn): ``tokens[i]`` is the output of block i (N, T, D), before any final norm;
+    ``attn[i]`` the attention map (N, heads, T, T) of block i on its input. Lists are empty when not asked.
+    """
+    tokens, attns = [], []
+    for blk in blocks:
+        if return_attn:
+            attns.append(attention_map(blk, x))
+        x = blk(x)
+        if return_tokens:
+            tokens.append(x)
+    return x, tokens, attns
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# losses
+# ----------------------------------------------------------------------------------------------------------------
+def uniformity_loss(features: torch.Tensor) -> torch.Tensor:
+    """U-MAE spectral uniformity term: mean over the full B x B matrix (diagonal included) of (F F^T)^2,
+    F = rows of ``features`` (B, D) L2-normalised. Equals the official ``loss_func.uniformity_loss`` on one device."""
+    f = F.normalize(features, dim=1)
+    return (f @ f.T).pow(2).mean()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# input normalisation
+# ----------------------------------------------------------------------------------------------------------------
+def resolve_input_norm(input_norm, in_chans: int) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """None/"none" -> no normalisation; "imagenet" -> ImageNet mean/std (3 channels); or (mean, std) sequences."""
+    allowed = "'none', 'imagenet' or a (mean, std) pair of per-channel sequences"
+    if input_norm is None or input_norm == "none":
+        return None
+    if input_norm == "imagenet":
+        if in_chans != 3:
+            raise ParameterError("input_norm", f"'none' or (mean, std) when in_chans={in_chans} != 3", input_norm)
+        return IMAGENET_MEAN, IMAGENET_STD
+    try:
+        mean, std = input_norm
+        mean, std = tuple(float(v) for v in mean), tuple(float(v) for v in std)
+    except (TypeError, ValueError):
+        raise ParameterError("input_norm", allowed, input_norm) from None
+    if len(mean) != in_chans or len(std) != in_chans or min(std) <= 0:
+        raise ParameterError("input_norm", f"{allowed} with {in_chans} entries and std > 0", input_norm)
+    return mean, std

@@ -1,0 +1,510 @@
+"""Tests for maelab.models (micro models; one vit_base construction for the official-checkpoint test).
+
+Expected values come from independent computations: explicit numpy loops for patchify / losses / uniformity,
+the closed-form sin-cos formula, and the official MAE parameter list written down by hand.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from maelab import ParameterError
+from maelab import models
+from maelab.models import attention_map, attention_output, create, load_official_checkpoint, sincos_2d
+
+NAMES = ("mae", "umae", "simmim", "usimmim")
+
+
+def imgs(n=4, seed=0, size=32, chans=3):
+    return torch.rand(n, chans, size, size, generator=torch.Generator().manual_seed(seed))
+
+
+def gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def np_patchify(x: np.ndarray, p: int) -> np.ndarray:
+    """Explicit loops: token (i, j) in raster order; inside a patch the order is (row, col, channel)."""
+    n, c, h, w = x.shape
+    out = np.zeros((n, (h // p) * (w // p), p * p * c))
+    for i in range(h // p):
+        for j in range(w // p):
+            for r in range(p):
+                for s in range(p):
+                    for ch in range(c):
+                        out[:, i * (w // p) + j, (r * p + s) * c + ch] = x[:, ch, i * p + r, j * p + s]
+    return out
+
+
+def np_unpatchify(t: np.ndarray, p: int, c: int, grid: int) -> np.ndarray:
+    n = t.shape[0]
+    out = np.zeros((n, c, grid * p, grid * p))
+    for i in range(grid):
+        for j in range(grid):
+            for r in range(p):
+                for s in range(p):
+                    for ch in range(c):
+                        out[:, ch, i * p + r, j * p + s] = t[:, i * grid + j, (r * p + s) * c + ch]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# construction and bad input
+# ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_forward_shapes_and_keys(name):
+    model = create(name, "micro", seed=0)
+    assert (model.img_size, model.patch_size, model.in_chans, model.embed_dim) == (32, 4, 3, 64)
+    out = model(imgs(), generator=gen(0))
+    assert out["pred"].shape == (4, 64, 4 * 4 * 3)
+    assert out["mask"].shape == (4, 64)
+    assert out["features"].shape == (4, 64)
+    for key in ("loss", "loss_rec", "loss_unif"):
+        assert out[key].shape == () and torch.isfinite(out[key])
+    if name in ("mae", "simmim"):
+        assert out["loss_unif"].item() == 0.0
+        assert out["loss"].item() == out["loss_rec"].item()
+    else:
+        assert out["loss_unif"].item() > 0
+    assert model.forward_features(imgs(), pool="cls").shape == (4, 64)
+    assert model.forward_features(imgs(), pool="mean").shape == (4, 64)
+
+
+def test_defaults_per_name():
+    assert create("mae").mask_ratio == 0.75 and create("mae").lambda_unif == 0.0
+    assert create("umae").lambda_unif == 0.01 and create("usimmim").lambda_unif == 0.01
+    assert create("simmim").mask_ratio == 0.6
+
+
+@pytest.mark.parametrize("kwargs, param", [
+    (dict(name="bert"), "name"),
+    (dict(name="mae", size="huge"), "size"),
+    (dict(name="mae", patch_size=5), "patch_size"),
+    (dict(name="mae", mask_ratio=1.0), "mask_ratio"),
+    (dict(name="mae", mask_ratio=-0.1), "mask_ratio"),
+    (dict(name="simmim", mask_ratio=1.5), "mask_ratio"),
+    (dict(name="mae", mask_unit=3), "mask_unit"),
+    (dict(name="mae", num_heads=3), "num_heads"),
+    (dict(name="mae", decoder_num_heads=5), "decoder_num_heads"),
+    (dict(name="mae", lambda_unif=-1.0), "lambda_unif"),
+    (dict(name="umae", uniformity_feature="max"), "uniformity_feature"),
+    (dict(name="mae", input_norm="imagenet", in_chans=1), "input_norm"),
+    (dict(name="simmim", decoder_depth=2), "override"),
+    (dict(name="mae", wrong_option=1), "override"),
+])
+def test_bad_parameters(kwargs, param):
+    name = kwargs.pop("name")
+    size = kwargs.pop("size", "micro")
+    with pytest.raises(ParameterError) as err:
+        create(name, size, **kwargs)
+    assert err.value.name == param
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_name_lists_allowed():
+    with pytest.raises(ParameterError) as err:
+        create("bert")
+    for name in NAMES:
+        assert repr(name) in str(err.value)
+    with pytest.raises(ParameterError) as err:
+        create("mae", "huge")
+    for size in ("micro", "small", "vit_tiny", "vit_small", "vit_base"):
+        assert repr(size) in str(err.value)
+
+
+def test_bad_forward_inputs():
+    model = create("mae", seed=0)
+    with pytest.raises(ParameterError, match="imgs"):
+        model(torch.rand(2, 3, 28, 28))
+    with pytest.raises(ParameterError, match="imgs"):
+        model(torch.rand(2, 1, 32, 32))
+    with pytest.raises(ParameterError, match="mask_ratio"):
+        model(imgs(), mask_ratio=1.0)
+    with pytest.raises(ParameterError, match="pool"):
+        model.forward_features(imgs(), pool="max")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# masking
+# ---------------------------------------------------------------------------------------------------------------
+# L = 64 tokens; kept = int(64 * (1 - m)) written out by hand
+@pytest.mark.parametrize("ratio, kept", [(0.75, 16), (0.6, 25), (0.5, 32), (0.9, 6), (0.0, 64)])
+def test_mask_counts(ratio, kept):
+    for name in ("mae", "simmim"):
+        model = create(name, seed=0)
+        enc = model.encode(imgs(), mask_ratio=ratio, generator=gen(1))
+        assert torch.equal(enc["mask"].sum(1), torch.full((4,), 64.0 - kept))
+        assert set(enc["mask"].unique().tolist()) <= {0.0, 1.0}
+        tokens = 1 + kept if name == "mae" else 1 + 64
+        assert enc["latent"].shape == (4, tokens, 64)
+    # MAE: ids_keep are exactly the unmasked positions
+    enc = create("mae", seed=0).encode(imgs(), mask_ratio=ratio, generator=gen(1))
+    for i in range(4):
+        kept_pos = set(torch.nonzero(enc["mask"][i] == 0).flatten().tolist())
+        assert set(enc["ids_keep"][i].tolist()) == kept_pos
+
+
+def test_masks_differ_between_samples_and_seeds():
+    model = create("mae", seed=0)
+    m1 = model.encode(imgs(8), 0.75, gen(1))["mask"]
+    m2 = model.encode(imgs(8), 0.75, gen(2))["mask"]
+    assert not torch.equal(m1, m2)
+    assert len({tuple(r.tolist()) for r in m1}) > 1
+
+
+def test_mask_unit_blocks():
+    # grid 8x8, unit 2 -> 16 units, keep int(16 * 0.25) = 4 units = 16 tokens
+    model = create("mae", mask_unit=2, seed=0)
+    mask = model.encode(imgs(), 0.75, gen(3))["mask"]
+    assert torch.equal(mask.sum(1), torch.full((4,), 48.0))
+    grid = mask.reshape(4, 4, 2, 4, 2)  # (n, unit-row, r, unit-col, c)
+    assert torch.equal(grid, grid[:, :, :1, :, :1].expand_as(grid))
+    sim = create("simmim", mask_unit=4, seed=0)  # 4 units, SimMIM ratio 0.6 -> keep int(1.6) = 1 unit
+    mask = sim.encode(imgs(), generator=gen(3), mask_ratio=0.6)["mask"]
+    assert torch.equal(mask.sum(1), torch.full((4,), 48.0))
+
+
+def test_zero_mask_ratio_is_raster_order_autoencoder():
+    model = create("mae", seed=0)
+    out = model(imgs(), mask_ratio=0.0, generator=gen(0))
+    assert out["mask"].sum().item() == 0
+    assert torch.equal(out["ids_restore"][0], torch.arange(64))
+    # loss is the mean over all patches (hand computation)
+    err = ((out["pred"] - out["target"]) ** 2).detach().numpy()
+    assert out["loss_rec"].item() == pytest.approx(err.mean(), rel=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# losses against hand computations
+# ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("norm_pix", [False, True])
+def test_mae_loss_by_hand(norm_pix):
+    model = create("mae", norm_pix_loss=norm_pix, seed=0)
+    x = imgs(3)
+    out = model(x, mask_ratio=0.75, generator=gen(5))
+    t = np_patchify(x.numpy().astype(np.float64), 4)
+    if norm_pix:
+        t = (t - t.mean(-1, keepdims=True)) / np.sqrt(t.var(-1, ddof=1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(out["target"].numpy(), t, rtol=1e-5, atol=1e-5)
+    pred = out["pred"].detach().numpy().astype(np.float64)
+    mask = out["mask"].numpy()
+    total, count = 0.0, 0
+    for n in range(3):
+        for token in range(64):
+            if mask[n, token] == 1:
+                total += np.mean((pred[n, token] - t[n, token]) ** 2)
+                count += 1
+    assert count == 3 * 48
+    assert out["loss_rec"].item() == pytest.approx(total / count, rel=1e-5)
+
+
+def test_mae_loss_ignores_visible_targets():
+    model = create("mae", seed=0)
+    out = model(imgs(), generator=gen(0))
+    target = out["target"].clone()
+    visible = out["mask"] == 0
+    target[visible] = target[visible] + 100.0
+    assert model.reconstruction_loss(out["pred"], target, out["mask"]).item() == pytest.approx(
+        out["loss_rec"].item(), rel=1e-6)
+    target[~visible] += 1.0
+    assert model.reconstruction_loss(out["pred"], target, out["mask"]).item() != pytest.approx(
+        out["loss_rec"].item(), rel=1e-3)
+
+
+def test_simmim_loss_by_hand_in_pixel_space():
+    model = create("simmim", seed=0)
+    x = imgs(2)
+    out = model(x, mask_ratio=0.6, generator=gen(2))
+    pred_img = np_unpatchify(out["pred"].detach().numpy().astype(np.float64), 4, 3, 8)
+    pix = np.repeat(np.repeat(out["mask"].numpy().reshape(2, 8, 8), 4, axis=1), 4, axis=2)[:, None]  # (N,1,H,W)
+    l1 = np.abs(x.numpy().astype(np.float64) - pred_img)
+    expected = (l1 * pix).sum() / (pix.sum() + 1e-5) / 3
+    assert out["loss_rec"].item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_simmim_mask_token_replaces_removed_patches():
+    # changing the pixels of a removed patch must not change SimMIM's encoder output
+    model = create("simmim", seed=0).eval()
+    x = imgs(1)
+    enc = model.encode(x, 0.6, gen(4))
+    removed = int(torch.nonzero(enc["mask"][0] == 1)[0])
+    i, j = divmod(removed, 8)
+    x2 = x.clone()
+    x2[:, :, 4 * i:4 * i + 4, 4 * j:4 * j + 4] = 1.0 - x2[:, :, 4 * i:4 * i + 4, 4 * j:4 * j + 4]
+    enc2 = model.encode(x2, 0.6, gen(4))
+    torch.testing.assert_close(enc["latent"], enc2["latent"])
+    kept = int(torch.nonzero(enc["mask"][0] == 0)[0])
+    i, j = divmod(kept, 8)
+    x3 = x.clone()
+    x3[:, :, 4 * i:4 * i + 4, 4 * j:4 * j + 4] = 1.0 - x3[:, :, 4 * i:4 * i + 4, 4 * j:4 * j + 4]
+    assert not torch.allclose(enc["latent"], model.encode(x3, 0.6, gen(4))["latent"])
+
+
+@pytest.mark.parametrize("name, feature", [("umae", "cls"), ("umae", "mean"), ("usimmim", "cls")])
+def test_uniformity_loss_by_hand(name, feature):
+    model = create(name, uniformity_feature=feature, seed=0)
+    out = model(imgs(5), generator=gen(1))
+    lat = out["latent"].detach().numpy().astype(np.float64)
+    f = lat[:, 0] if feature == "cls" else lat[:, 1:].mean(axis=1)
+    np.testing.assert_allclose(out["features"].detach().numpy(), f, rtol=1e-5, atol=1e-6)
+    total = 0.0
+    for i in range(5):
+        for j in range(5):
+            cos = f[i] @ f[j] / (np.linalg.norm(f[i]) * np.linalg.norm(f[j]))
+            total += cos ** 2
+    assert out["loss_unif"].item() == pytest.approx(total / 25, rel=1e-5)
+    assert out["loss"].item() == pytest.approx(out["loss_rec"].item() + 0.01 * total / 25, rel=1e-5)
+
+
+def test_uniformity_gradient_reaches_encoder_not_decoder():
+    model = create("umae", seed=0)
+    out = model(imgs(6), generator=gen(0))
+    out["loss_unif"].backward()
+    for name in ("patch_embed.proj.weight", "blocks.0.attn.qkv.weight", "cls_token", "norm.weight"):
+        grad = dict(model.named_parameters())[name].grad
+        assert grad is not None and grad.abs().sum() > 0, name
+    for name, p in model.named_parameters():
+        if name.startswith("decoder") or name == "mask_token":
+            assert p.grad is None or p.grad.abs().sum() == 0, name
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# determinism, init, position embeddings
+# ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["mae", "simmim"])
+def test_seeded_init_and_masks_are_reproducible(name):
+    state = torch.get_rng_state()
+    a, b, c = create(name, seed=3), create(name, seed=3), create(name, seed=4)
+    assert torch.equal(state, torch.get_rng_state())  # seeded init does not touch the global RNG
+    sa, sb, sc = a.state_dict(), b.state_dict(), c.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert not all(torch.equal(sa[k], sc[k]) for k in sa)
+    oa, ob = a(imgs(), generator=gen(9)), b(imgs(), generator=gen(9))
+    assert torch.equal(oa["mask"], ob["mask"]) and torch.equal(oa["loss"], ob["loss"])
+    torch.manual_seed(0)
+    o1 = a(imgs())
+    torch.manual_seed(0)
+    o2 = a(imgs())
+    assert torch.equal(o1["loss"], o2["loss"])
+
+
+def test_official_initialisation():
+    model = create("mae", seed=0)
+    w = model.patch_embed.proj.weight  # (64, 3, 4, 4): xavier on the (64, 48) view
+    bound = math.sqrt(6 / (48 + 64))
+    assert w.abs().max() <= bound and w.abs().max() > 1 / math.sqrt(48)  # beyond torch's default conv bound
+    qkv = model.blocks[0].attn.qkv
+    bound = math.sqrt(6 / (64 + 192))
+    assert qkv.weight.abs().max() <= bound and qkv.weight.abs().max() > 1 / math.sqrt(64)
+    assert torch.all(qkv.bias == 0) and torch.all(model.norm.weight == 1) and torch.all(model.norm.bias == 0)
+    assert 0 < model.mask_token.std() < 0.05 and 0 < model.cls_token.std() < 0.05
+    assert not model.pos_embed.requires_grad and not model.decoder_pos_embed.requires_grad
+
+
+def test_sincos_position_embedding_formula():
+    dim, g = 16, 3
+    emb = sincos_2d(dim, (g, g))
+    assert emb.shape == (1 + g * g, dim) and np.all(emb[0] == 0)
+    quarter = dim // 4
+    for row in range(g):
+        for col in range(g):
+            v = emb[1 + row * g + col]
+            for i in range(quarter):
+                w = 1.0 / 10000 ** (i / quarter)
+                assert v[i] == pytest.approx(math.sin(col * w), abs=1e-6)
+                assert v[quarter + i] == pytest.approx(math.cos(col * w), abs=1e-6)
+                assert v[2 * quarter + i] == pytest.approx(math.sin(row * w), abs=1e-6)
+                assert v[3 * quarter + i] == pytest.approx(math.cos(row * w), abs=1e-6)
+    model = create("mae", seed=0)
+    np.testing.assert_array_equal(model.pos_embed[0].numpy(), sincos_2d(64, (8, 8)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# tokens and attention maps
+# ---------------------------------------------------------------------------------------------------------------
+def test_recomputed_attention_reproduces_block_output():
+    model = create("mae", seed=0).eval()
+    x = torch.randn(2, 17, 64, generator=gen(0))
+    blk = model.blocks[1]
+    attn = attention_map(blk, x)
+    assert attn.shape == (2, 2, 17, 17)
+    torch.testing.assert_close(attn.sum(-1), torch.ones(2, 2, 17))
+    torch.testing.assert_close(attention_output(blk, x, attn), blk.attn(blk.norm1(x)), rtol=1e-5, atol=1e-5)
+    # and the whole block: x + attn-branch, then the MLP branch
+    h = x + attention_output(blk, x, attn)
+    torch.testing.assert_close(h + blk.mlp(blk.norm2(h)), blk(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["mae", "simmim"])
+def test_encode_tokens_and_attn(name):
+    model = create(name, "micro", depth=3, seed=0).eval()
+    enc = model.encode(imgs(2), 0.75, gen(0), return_tokens=True, return_attn=True)
+    t = enc["latent"].shape[1]
+    assert len(enc["tokens"]) == 3 and len(enc["attn"]) == 3
+    assert all(a.shape == (2, 2, t, t) for a in enc["attn"])
+    torch.testing.assert_close(model.norm(enc["tokens"][-1]), enc["latent"])
+    for i in (1, 2):  # attention of block i is computed on the output of block i-1
+        torch.testing.assert_close(enc["attn"][i], attention_map(model.blocks[i], enc["tokens"][i - 1]))
+    plain = model.encode(imgs(2), 0.75, gen(0))
+    torch.testing.assert_close(plain["latent"], enc["latent"])
+    assert "tokens" not in plain and "attn" not in plain
+
+
+def test_decoder_tokens_and_attn():
+    model = create("mae", "micro", decoder_depth=2, seed=0).eval()
+    enc = model.encode(imgs(2), 0.75, gen(0))
+    dec = model.decode(enc["latent"], enc["ids_restore"], return_tokens=True, return_attn=True)
+    assert dec["pred"].shape == (2, 64, 48)
+    assert len(dec["tokens"]) == 2 and dec["tokens"][0].shape == (2, 65, 64)
+    assert dec["attn"][1].shape == (2, 2, 65, 65)
+    torch.testing.assert_close(dec["attn"][1], attention_map(model.decoder_blocks[1], dec["tokens"][0]))
+
+
+def test_forward_features_unmasked_and_deterministic():
+    model = create("mae", seed=0).eval()
+    x = imgs(3)
+    torch.manual_seed(1)
+    f1 = model.forward_features(x, "mean")
+    torch.manual_seed(2)
+    f2 = model.forward_features(x, "mean")
+    assert torch.equal(f1, f2)
+    lat = model.encode(x, 0.0)["latent"]
+    assert lat.shape == (3, 65, 64)
+    torch.testing.assert_close(model.forward_features(x, "cls"), lat[:, 0])
+
+
+def test_input_norm_and_reconstruct():
+    model = create("mae", input_norm="imagenet", norm_pix_loss=False, seed=0)
+    x = imgs(2)
+    mean = np.array([0.485, 0.456, 0.406])[None, :, None, None]
+    std = np.array([0.229, 0.224, 0.225])[None, :, None, None]
+    expected = np_patchify((x.numpy().astype(np.float64) - mean) / std, 4)
+    np.testing.assert_allclose(model.target(x).numpy(), expected, rtol=1e-5, atol=1e-5)
+    rec = model.reconstruct(x, generator=gen(0))
+    visible = rec["mask"].expand_as(x) == 0
+    torch.testing.assert_close(rec["pasted"][visible], x[visible])
+    # pred is the network output mapped back to [0, 1] space: un-normalise by hand
+    pred = np_unpatchify(rec["out"]["pred"].numpy().astype(np.float64), 4, 3, 8) * std + mean
+    np.testing.assert_allclose(rec["pred"].numpy(), pred, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# classifier wrapper
+# ---------------------------------------------------------------------------------------------------------------
+def test_encoder_classifier():
+    backbone = create("mae", seed=0)
+    clf = models.create_encoder_classifier(backbone, num_classes=10, pool="mean", head_norm="batchnorm")
+    logits = clf(imgs(4))
+    assert logits.shape == (4, 10)
+    logits.sum().backward()
+    assert backbone.blocks[0].attn.qkv.weight.grad.abs().sum() > 0
+    frozen = models.create_encoder_classifier(create("simmim", seed=0), 3, freeze_backbone=True)
+    frozen(imgs(2)).sum().backward()
+    assert all(p.grad is None for p in frozen.backbone.parameters())
+    assert frozen.head.weight.grad is not None
+    with pytest.raises(ParameterError, match="pool"):
+        models.create_encoder_classifier(backbone, 10, pool="max")
+    with pytest.raises(ParameterError, match="num_classes"):
+        models.create_encoder_classifier(backbone, 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# official checkpoints
+# ---------------------------------------------------------------------------------------------------------------
+def official_vit_base_shapes() -> dict[str, tuple[int, ...]]:
+    """Parameter names and shapes of facebookresearch/mae ``mae_vit_base_patch16_dec512d8b`` (written down from
+    models_mae.py: 224 px, patch 16 -> 196 patches, encoder 768 x 12 blocks, decoder 512 x 8 blocks, mlp 4)."""
+    shapes = {
+        "cls_token": (1, 1, 768),
+        "pos_embed": (1, 197, 768),
+        "patch_embed.proj.weight": (768, 3, 16, 16),
+        "patch_embed.proj.bias": (768,),
+        "norm.weight": (768,), "norm.bias": (768,),
+        "mask_token": (1, 1, 512),
+        "decoder_pos_embed": (1, 197, 512),
+        "decoder_embed.weight": (512, 768), "decoder_embed.bias": (512,),
+        "decoder_norm.weight": (512,), "decoder_norm.bias": (512,),
+        "decoder_pred.weight": (768, 512), "decoder_pred.bias": (768,),  # 16*16*3 = 768 pixels per patch
+    }
+    for prefix, depth, dim in (("blocks", 12, 768), ("decoder_blocks", 8, 512)):
+        for i in range(depth):
+            b = f"{prefix}.{i}."
+            shapes.update({
+                b + "norm1.weight": (dim,), b + "norm1.bias": (dim,),
+                b + "attn.qkv.weight": (3 * dim, dim), b + "attn.qkv.bias": (3 * dim,),
+                b + "attn.proj.weight": (dim, dim), b + "attn.proj.bias": (dim,),
+                b + "norm2.weight": (dim,), b + "norm2.bias": (dim,),
+                b + "mlp.fc1.weight": (4 * dim, dim), b + "mlp.fc1.bias": (4 * dim,),
+                b + "mlp.fc2.weight": (dim, 4 * dim), b + "mlp.fc2.bias": (dim,),
+            })
+    return shapes
+
+
+def test_vit_base_loads_official_layout(tmp_path):
+    expected = official_vit_base_shapes()
+    assert expected["blocks.0.attn.qkv.weight"] == (2304, 768)
+    model = create("mae", "vit_base", norm_pix_loss=False, seed=0)
+    own = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    assert own == expected
+    # a checkpoint in the official layout: each tensor a constant (stored as a broadcast view: tiny file)
+    values = {k: float(i + 1) / 1000 for i, k in enumerate(sorted(expected))}
+    sd = {k: torch.tensor([values[k]]).expand(*shape) for k, shape in expected.items()}
+    path = tmp_path / "mae_visualize_vit_base.pth"
+    torch.save({"model": sd}, path)
+    report = load_official_checkpoint(model, path)
+    assert report == {"missing": [], "unexpected": []}
+    for k, p in model.state_dict().items():
+        assert torch.all(p == values[k]), k
+    out = model(torch.rand(1, 3, 224, 224), generator=gen(0))
+    assert out["pred"].shape == (1, 196, 768) and out["mask"].sum() == 196 - 49
+
+
+def test_checkpoint_errors(tmp_path):
+    model = create("mae", seed=0)
+    sd = model.state_dict()
+    torch.save(sd, tmp_path / "bare.pth")  # bare state dict is accepted too
+    load_official_checkpoint(create("mae", seed=1), tmp_path / "bare.pth")
+    bad = dict(sd)
+    bad.pop("decoder_pred.bias")
+    bad["head.weight"] = torch.zeros(10, 64)
+    bad["pos_embed"] = torch.zeros(1, 197, 64)
+    torch.save({"model": bad}, tmp_path / "bad.pth")
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ParameterError) as err:
+        load_official_checkpoint(model, tmp_path / "bad.pth")
+    msg = str(err.value)
+    assert "\n" not in msg and "decoder_pred.bias" in msg and "head.weight" in msg and "pos_embed" in msg
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # nothing half-loaded
+    with pytest.raises(ParameterError, match="path"):
+        load_official_checkpoint(model, tmp_path / "missing.pth")
+
+
+class _Evil:
+    def __reduce__(self):
+        return (print, ("code ran",))
+
+
+def test_checkpoint_never_executes_code(tmp_path, capsys):
+    torch.save({"model": _Evil()}, tmp_path / "evil.pth")
+    with pytest.raises(ParameterError, match="weights-only"):
+        load_official_checkpoint(create("mae"), tmp_path / "evil.pth")
+    assert "code ran" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_config_round_trip(name):
+    model = create(name, "micro", mask_ratio=0.5, mask_unit=2, embed_dim=32, seed=7)
+    again = create(**model.config)
+    assert again.mask_ratio == 0.5 and again.mask_unit == 2 and again.embed_dim == 32
+    sa, sb = model.state_dict(), again.state_dict()
+    assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_simmim_zero_mask_ratio_loss_is_mean_l1():
+    model = create("simmim", seed=0)
+    out = model(imgs(2), mask_ratio=0.0)
+    expected = np.abs(out["pred"].detach().numpy() - out["target"].numpy()).mean()
+    assert out["loss_rec"].item() == pytest.approx(float(expected), rel=1e-5)
