@@ -28,13 +28,14 @@ PROFILE_NAMES = tuple(PROFILES)
 NOTEBOOKS: dict[str, dict[str, dict[str, Any]]] = {
     "masking": {
         # spectral identity check (Eq. 15-21): signal length D, patch sizes, random masks per (p, m)
-        # 2-D spectra: crops of bundled photos, mask draws per crop
+        # 2-D spectra: crops of bundled photos (downscaled by photo_scale first), mask draws per crop
         "smoke": {"D": 64, "patch_sizes_1d": [2, 4, 8], "n_masks_1d": 4, "crop": 64, "n_crops": 4,
-                  "n_mask_draws": 2, "mask_ratio": 0.5, "patch_sizes_2d": [4, 8, 16]},
+                  "n_mask_draws": 2, "mask_ratio": 0.5, "patch_sizes_2d": [4, 8, 16], "photo_scale": 0.5},
         "cpu": {"D": 256, "patch_sizes_1d": [2, 4, 8, 16, 32], "n_masks_1d": 200, "crop": 128, "n_crops": 64,
-                "n_mask_draws": 16, "mask_ratio": 0.5, "patch_sizes_2d": [4, 8, 16]},
+                "n_mask_draws": 16, "mask_ratio": 0.5, "patch_sizes_2d": [4, 8, 16], "photo_scale": 0.5},
         "gpu": {"D": 512, "patch_sizes_1d": [2, 4, 8, 16, 32, 64], "n_masks_1d": 1000, "crop": 256,
-                "n_crops": 256, "n_mask_draws": 32, "mask_ratio": 0.5, "patch_sizes_2d": [4, 8, 16]},
+                "n_crops": 256, "n_mask_draws": 32, "mask_ratio": 0.5, "patch_sizes_2d": [4, 8, 16],
+                "photo_scale": 1.0},
     },
     "scoreboard": {p: {} for p in PROFILE_NAMES},
 }
