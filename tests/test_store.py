@@ -122,3 +122,22 @@ def test_config_hash_distinguishes_and_rejects_unhashable():
         store.config_hash({"a": object()})
     with pytest.raises(ParameterError, match="config"):
         store.config_hash({"a": float("nan")})
+
+
+def test_git_state_ignores_changes_to_stored_results(tmp_path):
+    import subprocess
+
+    def git(*a):
+        subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "data" / "results").mkdir(parents=True)
+    (tmp_path / "data" / "results" / "r.json").write_text("{}\n")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    assert store.git_state(tmp_path)["dirty"] is False
+    (tmp_path / "data" / "results" / "r.json").write_text('{"a": 1}\n')
+    assert store.git_state(tmp_path)["dirty"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert store.git_state(tmp_path)["dirty"] is True

@@ -263,4 +263,28 @@ _MASKING = [
           "high-frequency power fraction of masked photos (|k| > D/4) for p = 4, 8, 16, mean ± s.e. over crops"),
 ]
 
-REGISTRY: dict[str, Claim] = {c.id: c for c in _MASKING}
+
+# ---- zhang_mask_graph: claim rows (edited only by the zhang_mask_graph notebook's author) ----
+_ZHANG_MASK_GRAPH: list[Claim] = []
+
+# ---- zhang_umae: claim rows (edited only by the zhang_umae notebook's author) ----
+_ZHANG_UMAE: list[Claim] = []
+
+# ---- zhang_ablations: claim rows (edited only by the zhang_ablations notebook's author) ----
+_ZHANG_ABLATIONS: list[Claim] = []
+
+# ---- bisulco_linear_mae: claim rows (edited only by the bisulco_linear_mae notebook's author) ----
+_BISULCO_LINEAR_MAE: list[Claim] = []
+
+# ---- bisulco_ising: claim rows (edited only by the bisulco_ising notebook's author) ----
+_BISULCO_ISING: list[Claim] = []
+
+# ---- bisulco_jacobians: claim rows (edited only by the bisulco_jacobians notebook's author) ----
+_BISULCO_JACOBIANS: list[Claim] = []
+
+# ---- bisulco_sweeps: claim rows (edited only by the bisulco_sweeps notebook's author) ----
+_BISULCO_SWEEPS: list[Claim] = []
+
+_ALL = [_MASKING, _ZHANG_MASK_GRAPH, _ZHANG_UMAE, _ZHANG_ABLATIONS, _BISULCO_LINEAR_MAE, _BISULCO_ISING, _BISULCO_JACOBIANS, _BISULCO_SWEEPS]
+REGISTRY: dict[str, Claim] = {c.id: c for rows in _ALL for c in rows}
+assert len(REGISTRY) == sum(len(rows) for rows in _ALL), "duplicate claim ids"

@@ -37,6 +37,20 @@ NOTEBOOKS: dict[str, dict[str, dict[str, Any]]] = {
                 "n_crops": 256, "n_mask_draws": 32, "mask_ratio": 0.5, "patch_sizes_2d": [4, 8, 16],
                 "photo_scale": 1.0},
     },
+    # ---- zhang_mask_graph: settings per profile (edited only by the zhang_mask_graph notebook's author) ----
+    "zhang_mask_graph": {"smoke": {}, "cpu": {}, "gpu": {}},
+    # ---- zhang_umae: settings per profile (edited only by the zhang_umae notebook's author) ----
+    "zhang_umae": {"smoke": {}, "cpu": {}, "gpu": {}},
+    # ---- zhang_ablations: settings per profile (edited only by the zhang_ablations notebook's author) ----
+    "zhang_ablations": {"smoke": {}, "cpu": {}, "gpu": {}},
+    # ---- bisulco_linear_mae: settings per profile (edited only by the bisulco_linear_mae notebook's author) ----
+    "bisulco_linear_mae": {"smoke": {}, "cpu": {}, "gpu": {}},
+    # ---- bisulco_ising: settings per profile (edited only by the bisulco_ising notebook's author) ----
+    "bisulco_ising": {"smoke": {}, "cpu": {}, "gpu": {}},
+    # ---- bisulco_jacobians: settings per profile (edited only by the bisulco_jacobians notebook's author) ----
+    "bisulco_jacobians": {"smoke": {}, "cpu": {}, "gpu": {}},
+    # ---- bisulco_sweeps: settings per profile (edited only by the bisulco_sweeps notebook's author) ----
+    "bisulco_sweeps": {"smoke": {}, "cpu": {}, "gpu": {}},
     "scoreboard": {p: {} for p in PROFILE_NAMES},
 }
 

@@ -101,8 +101,10 @@ def git_state(root: Path | None = None) -> dict:
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                                 timeout=10).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                    capture_output=True, text=True, timeout=10).stdout.strip())
+        # stored results themselves do not make the code dirty
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                     ":(exclude)data/results"], cwd=root, capture_output=True, text=True,
+                                    timeout=10).stdout.strip())
     except (OSError, subprocess.SubprocessError):
         commit, dirty = "", False
     return {"commit": commit or "unknown", "dirty": dirty}

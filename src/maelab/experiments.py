@@ -1,0 +1,185 @@
+"""One pipeline shared by the paper notebooks: pre-train a self-supervised model, then evaluate it.
+
+``pretrain_and_evaluate(spec)`` loads the data, builds the model (``maelab.models.create``), pre-trains it with
+``maelab.train.train`` (the online linear classifier logs accuracy per epoch; checkpoints go to the gitignored
+cache so an interrupted run resumes exactly), and evaluates the frozen encoder:
+
+* linear probe: full-batch multinomial logistic regression on standardised features (``maelab.evaluate``),
+* k-NN accuracy (cosine, k = 20, DINO weighting),
+* effective rank (Roy & Vetterli) and the singular-value spectrum of the test features,
+* masked-patch reconstruction loss on the test set (fixed mask seed),
+* optionally end-to-end fine-tuning (``maelab.train.fine_tune``) of a copy of the encoder.
+
+It returns a dict that ``maelab.store.load_or_compute`` can store (JSON values + arrays). ``spec.to_config()`` is
+the config to hash: every field that changes the result is in the spec.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import data as data_mod
+from . import evaluate, metrics, models, train
+from ._util import resolve_device
+from ._validate import ParameterError, one_of, positive_int
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainSpec:
+    """Everything one pre-training + evaluation run depends on."""
+
+    dataset: str = "shapes"
+    n_train: int | None = 5000
+    n_test: int | None = 1000
+    img_size: int = 32
+    channels: int = 3
+    data_seed: int = 0
+    data_options: tuple = ()          # extra (key, value) pairs for maelab.data.load, e.g. (("p_texture", 0.8),)
+    model: str = "mae"                # mae | umae | simmim | usimmim
+    size: str = "micro"
+    model_overrides: tuple = ()       # (key, value) pairs for maelab.models.create, e.g. (("lambda_unif", 0.1),)
+    epochs: int = 10
+    batch_size: int = 128
+    blr: float = 1.5e-4
+    warmup_epochs: float = 1.0
+    mask_ratio: float | None = None   # None: the model's default
+    seed: int = 0
+    pool: str = "cls"
+    rank_every: int = 0               # > 0: effective rank of test features every k epochs (and at epoch 0)
+    finetune_epochs: int = 0          # 0: no fine-tuning
+    finetune_blr: float = 1e-3
+    keep_features: bool = False       # return the test features (e.g. for t-SNE)
+    snapshot_epochs: tuple = ()       # epochs whose weights are cached for later analysis
+
+    def __post_init__(self):
+        one_of("dataset", self.dataset, data_mod.NAMES)
+        one_of("model", self.model, ("mae", "umae", "simmim", "usimmim"))
+        one_of("pool", self.pool, ("cls", "mean"))
+        positive_int("epochs", self.epochs)
+        positive_int("batch_size", self.batch_size)
+        positive_int("rank_every", self.rank_every, minimum=0)
+        positive_int("finetune_epochs", self.finetune_epochs, minimum=0)
+
+    def to_config(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["data_options"] = {k: v for k, v in self.data_options}
+        d["model_overrides"] = {k: v for k, v in self.model_overrides}
+        return d
+
+    @property
+    def key(self) -> str:
+        """A short stable name for this spec (cache folder names)."""
+        text = json.dumps(self.to_config(), sort_keys=True, default=str)
+        return f"{self.model}-{self.size}-{self.dataset}-s{self.seed}-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def load_data(spec: PretrainSpec, device="cpu", progress: bool | None = None):
+    opts = dict(spec.data_options)
+    common = {"seed": spec.data_seed, "device": device, "size": spec.img_size, "channels": spec.channels,
+              "progress": progress, **opts}
+    if spec.dataset == "ising":
+        common.pop("size"), common.pop("channels")
+    tr = data_mod.load(spec.dataset, "train", n=spec.n_train, **common)
+    te = data_mod.load(spec.dataset, "test", n=spec.n_test, **common)
+    return tr, te
+
+
+def build_model(spec: PretrainSpec):
+    over = {"img_size": spec.img_size, "in_chans": spec.channels, "seed": spec.seed, **dict(spec.model_overrides)}
+    return models.create(spec.model, spec.size, **over)
+
+
+@torch.no_grad()
+def reconstruction_loss(model, images: torch.Tensor, mask_ratio: float | None, seed: int = 0,
+                        batch_size: int = 256) -> float:
+    """Mean reconstruction loss (the model's own objective, masked patches) on ``images`` with a fixed mask seed."""
+    model.eval()
+    dev = next(model.parameters()).device
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    total, n = 0.0, 0
+    for i in range(0, len(images), batch_size):
+        x = images[i:i + batch_size].to(dev)
+        out = model(x, mask_ratio=mask_ratio, generator=g) if dev.type == "cpu" else model(x, mask_ratio=mask_ratio)
+        total += float(out["loss_rec"]) * len(x)
+        n += len(x)
+    return total / max(n, 1)
+
+
+def pretrain(spec: PretrainSpec, *, device: str = "auto", progress: bool | None = None, train_data=None,
+             test_data=None, callbacks=()):
+    """Pre-train the model of ``spec`` (resuming from the cache); returns (model, TrainResult, train, test)."""
+    dev = resolve_device(device)
+    tr, te = (train_data, test_data) if train_data is not None else load_data(spec, dev, progress)
+    model = build_model(spec)
+    cfg = train.TrainConfig(epochs=spec.epochs, batch_size=min(spec.batch_size, len(tr)), blr=spec.blr,
+                            warmup_epochs=min(spec.warmup_epochs, spec.epochs), mask_ratio=spec.mask_ratio,
+                            seed=spec.seed, probe_pool=spec.pool, eval_every=max(1, spec.epochs // 10),
+                            snapshot_epochs=tuple(spec.snapshot_epochs),
+                            online_probe=tr.labels is not None)
+    res = train.train(model, tr, cfg, eval_data=te if te.labels is not None else None,
+                      checkpoint_dir=train.default_checkpoint_dir(spec.key), device=str(dev), progress=progress,
+                      callbacks=callbacks)
+    return res.model, res, tr, te
+
+
+def pretrain_and_evaluate(spec: PretrainSpec, *, device: str = "auto", progress: bool | None = None) -> dict[str, Any]:
+    """Pre-train (see :func:`pretrain`) and evaluate; returns a store-ready dict.
+
+    Keys: ``history`` (per-epoch dicts from the trainer), ``linear_acc``, ``linear_train_acc``, ``knn_acc``,
+    ``effective_rank``, ``singular_values`` (array), ``rec_loss`` (test), ``rank_by_epoch`` (list of
+    [epoch, effective rank] when ``rank_every``), ``finetune_acc`` (or None), ``train_seconds``, and
+    ``test_features``/``test_labels`` arrays when ``keep_features``.
+    """
+    dev = resolve_device(device)
+    tr, te = load_data(spec, dev, progress)
+    if tr.labels is None:
+        raise ParameterError("dataset", "a labelled dataset for evaluation (mnist10k, shapes, cifar10, imagefolder)",
+                             spec.dataset)
+    ranks: list[list[float]] = []
+
+    def track_rank(epoch: int, model) -> None:
+        if spec.rank_every and (epoch % spec.rank_every == 0 or epoch == spec.epochs):
+            f = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False)
+            ranks.append([epoch, metrics.effective_rank(f)])
+
+    model, res, tr, te = pretrain(spec, device=str(dev), progress=progress, train_data=tr, test_data=te,
+                                  callbacks=(track_rank,) if spec.rank_every else ())
+    ftr = evaluate.extract_features(model, tr.images, pool=spec.pool, progress=False)
+    fte = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False)
+    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed)
+    out: dict[str, Any] = {
+        "history": res.history,
+        "linear_acc": float(lp.test_acc),
+        "linear_train_acc": float(lp.train_acc),
+        "knn_acc": float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels)),
+        "effective_rank": float(metrics.effective_rank(fte)),
+        "singular_values": metrics.singular_values(fte).cpu().numpy(),
+        "rec_loss": reconstruction_loss(model, te.images, spec.mask_ratio, seed=spec.seed),
+        "rank_by_epoch": ranks,
+        "train_seconds": float(sum(h["seconds"] for h in res.history)),
+        "finetune_acc": None,
+    }
+    if spec.finetune_epochs:
+        ft = train.fine_tune(model, tr, te, train.FineTuneConfig(
+            epochs=spec.finetune_epochs, batch_size=min(128, len(tr)), blr=spec.finetune_blr,
+            warmup_epochs=min(1, spec.finetune_epochs), pool=spec.pool, seed=spec.seed), device=str(dev),
+            progress=progress)
+        out["finetune_acc"] = float(ft.test_acc)
+    if spec.keep_features:
+        out["test_features"] = fte.cpu().numpy()
+        out["test_labels"] = te.labels.cpu().numpy()
+    return out
+
+
+def random_init_features(spec: PretrainSpec, *, device: str = "auto") -> dict[str, Any]:
+    """Features of the untrained model of ``spec`` (the 'random init' reference of U-MAE's Fig. 1b)."""
+    dev = resolve_device(device)
+    _, te = load_data(spec, dev, progress=False)
+    model = build_model(spec).to(dev)
+    f = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False)
+    return {"effective_rank": float(metrics.effective_rank(f)), "singular_values": metrics.singular_values(f).cpu().numpy()}
