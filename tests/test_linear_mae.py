@@ -199,6 +199,113 @@ def test_principal_angles_by_hand():
     assert lm.principal_angles(e[:, :2], e[:, 2:], degrees=True)[0] == pytest.approx(90.0)
 
 
+def test_sampled_training_then_exact_polish_reaches_theorem1():
+    """The notebook's pipeline: sampled-mask Adam, then Adam on the exact expected loss from there (init=...).
+    Theorem 1's checks: relative loss gap < 1e-3 and largest principal angle < 1 degree."""
+    X = data()
+    m, p, k = 0.5, 3, 3
+    cf = lm.closed_form(X, m, p, k)
+    fit = lm.train_linear_mae(X, m, p, k, steps=1500, lr=1e-2, seed=1, objective="sampled", progress=False)
+    gap_sgd = (lm.expected_loss(X, fit.A, fit.B, m, p) - cf.min_loss) / cf.min_loss
+    assert 0 <= gap_sgd < 1e-2
+    pol = lm.train_linear_mae(X, m, p, k, steps=500, lr=1e-3, seed=1, objective="expected", init=(fit.A, fit.B),
+                              progress=False)
+    gap = (lm.expected_loss(X, pol.A, pol.B, m, p) - cf.min_loss) / cf.min_loss
+    assert -1e-9 < gap < 1e-3 and gap <= gap_sgd
+    assert lm.principal_angles(pol.B.T, cf.B.T, degrees=True).max() < 1.0
+    # init is used as given: zero steps of learning rate ~0 leave it (almost) unchanged
+    same = lm.train_linear_mae(X, m, p, k, steps=1, lr=1e-12, objective="expected", init=(cf.A, cf.B), progress=False)
+    np.testing.assert_allclose(same.A, cf.A, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# denoising autoencoder baseline
+# ---------------------------------------------------------------------------------------------------------------
+def test_dae_expected_loss_monte_carlo():
+    X = data(30, 8, seed=7)
+    A, B = random_factors(8, 3)
+    sigma = 0.7
+    rng = np.random.default_rng(0)
+    W = A @ B
+    per = np.array([((X - (X + sigma * rng.normal(size=X.shape)) @ W) ** 2).sum() for _ in range(4000)])
+    exact = lm.dae_expected_loss(X, A, B, sigma)
+    assert abs(per.mean() - exact) < 4 * per.std(ddof=1) / np.sqrt(len(per))
+
+
+def test_dae_closed_form_is_shrunk_pca():
+    X = data(80, 10, seed=8)
+    n, k, sigma = 80, 4, 0.5
+    _, s, vt = np.linalg.svd(X, full_matrices=False)
+    lam = s ** 2
+    W_hand = vt[:k].T @ np.diag(lam[:k] / (lam[:k] + n * sigma ** 2)) @ vt[:k]
+    cf = lm.dae_closed_form(X, sigma, k)
+    np.testing.assert_allclose(cf.A @ cf.B, W_hand, atol=1e-10)
+    assert cf.min_loss == pytest.approx(lm.dae_expected_loss(X, cf.A, cf.B, sigma), rel=1e-10)
+    rng = np.random.default_rng(0)
+    for _ in range(10):  # a minimum: random perturbations of the factors never do better
+        dA, dB = rng.normal(size=cf.A.shape), rng.normal(size=cf.B.shape)
+        assert lm.dae_expected_loss(X, cf.A + 1e-3 * dA, cf.B + 1e-3 * dB, sigma) >= cf.min_loss - 1e-9
+    pca = lm.dae_closed_form(X, 0.0, k)
+    assert pca.min_loss == pytest.approx((lam[k:]).sum(), rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Lemma 6 and the Taylor lemmas 4-5
+# ---------------------------------------------------------------------------------------------------------------
+def test_lemma6_terms_by_hand_and_monte_carlo():
+    X = data(40, 12, seed=9)
+    A, B = random_factors(12, 3)
+    m, p = 0.4, 3
+    W = A @ B
+    t = lm.lemma6_terms(X, A, B, m, p)
+    assert t["mean_fit"] == pytest.approx(((X - (1 - m) * X @ W) ** 2).sum(), rel=1e-12)
+    assert t["mean_norm"] == pytest.approx((((1 - m) * X @ W) ** 2).sum(), rel=1e-12)
+    assert t["total"] == pytest.approx(lm.expected_loss(X, A, B, m, p), rel=1e-10)
+    R = lm.sample_masks(40, p, m, d=12, rng=3, draws=3000)
+    var = np.array([(((r * X) @ W - (1 - m) * X @ W) ** 2).sum() for r in R])
+    assert abs(var.mean() - t["variance"]) < 4 * var.std(ddof=1) / np.sqrt(len(var))
+
+
+def test_tanh_autoencoder_jacobian_finite_differences():
+    rng = np.random.default_rng(4)
+    A, B = rng.normal(size=(6, 2)), rng.normal(size=(2, 6))
+    f = lm.TanhAutoencoder(A, B, s=0.8)
+    x = rng.normal(size=(3, 6))
+    J = f.jacobian(x)
+    eps = 1e-6
+    for i in range(6):
+        e = np.zeros(6); e[i] = eps
+        np.testing.assert_allclose((f(x + e) - f(x - e)) / (2 * eps), J[:, :, i], atol=1e-7)
+    np.testing.assert_allclose(f.jacobian(np.zeros((1, 6)))[0], (A @ B).T, atol=1e-12)  # grad f(0)^T = A B
+    assert np.allclose(f(np.zeros((1, 6))), 0.0)
+
+
+def test_taylor_lemmas_exact_for_a_nearly_linear_f():
+    """With s large f is linear to ~1e-12 relative, so Lemmas 4 and 5 are both the exact Lemma-1 loss."""
+    X = data(30, 12, seed=10)
+    A, B = random_factors(12, 3)
+    f = lm.TanhAutoencoder(A, B, s=1e6)
+    exact = lm.expected_loss(X, A, B, 0.5, 3)
+    assert lm.lemma4_loss(X, f, 0.5, 3) == pytest.approx(exact, rel=1e-9)
+    assert lm.lemma5_loss(X, f, 0.5, 3) == pytest.approx(exact, rel=1e-6)
+    mc, se = lm.nonlinear_sampled_loss(X, f, 0.5, 3, draws=2000, rng=1)
+    assert abs(mc - exact) < 4 * se
+
+
+def test_lemma5_trace_term_by_hand():
+    """m(1-m) Tr(F_x Blkdiag(x^T x)) written with an explicit block-diagonal matrix, one sample at a time."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(4, 6))
+    f = lm.TanhAutoencoder(rng.normal(size=(6, 2)), rng.normal(size=(2, 6)), s=1.0)
+    m, p = 0.3, 2
+    total = 0.0
+    for x in X:
+        xm = (1 - m) * x
+        J = f.jacobian(xm[None])[0]
+        total += ((x - f(xm[None])[0]) ** 2).sum() + m * (1 - m) * np.trace(J.T @ J @ lm.blkdiag(np.outer(x, x), p))
+    assert lm.lemma5_loss(X, f, m, p) == pytest.approx(total, rel=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # bad input
 # ---------------------------------------------------------------------------------------------------------------
@@ -215,6 +322,10 @@ def test_principal_angles_by_hand():
     (lambda X: lm.expected_loss(X, np.zeros((12, 2)), np.zeros((3, 12)), 0.5, 3), "B"),
     (lambda X: lm.train_linear_mae(X, 0.5, 3, 2, objective="exact"), "objective"),
     (lambda X: lm.patch_index_2d(4, 6, 4), "p"),
+    (lambda X: lm.train_linear_mae(X, 0.5, 3, 2, init=(np.zeros((12, 3)), np.zeros((3, 12)))), "init"),
+    (lambda X: lm.train_linear_mae(X, 0.5, 3, 2, init=np.zeros((12, 2))), "init"),
+    (lambda X: lm.dae_closed_form(X, -1.0, 2), "sigma"),
+    (lambda X: lm.TanhAutoencoder(np.zeros((12, 2)), np.zeros((2, 12)), s=0.0), "s"),
 ])
 def test_bad_inputs(call, param):
     with pytest.raises(ParameterError) as err:

@@ -1,0 +1,165 @@
+"""Helpers for architecture and hyper-parameter sweeps (Bisulco et al. 2025, supplement §D, Figs. 14-19).
+
+The sweeps themselves are :func:`maelab.experiments.pretrain_and_evaluate` runs; this module adds what those runs do
+not measure:
+
+* :func:`step_cost` -- the cost of one pre-training step (forward + backward + AdamW update) of a spec's model:
+  floating-point operations counted by ``torch.utils.flop_counter.FlopCounterMode`` (deterministic: the attention
+  is counted through the math backend of ``scaled_dot_product_attention``, which decomposes into counted matrix
+  products) and the *minimum* over repetitions of the wall time and of the process CPU time. Wall time on a
+  shared machine is noisy; the minimum over repetitions and the CPU time are less so, and the FLOP count not at
+  all.
+* :func:`snapshot_probe_accuracy` -- linear-probe accuracy (the same logistic-regression probe as
+  ``pretrain_and_evaluate``) of the weights saved at ``spec.snapshot_epochs`` (Fig. 18: probe accuracy against
+  pre-training epoch).
+* :func:`evaluate_specs` -- ``pretrain_and_evaluate`` for many specs with the probe's BLAS limited to one thread
+  (much faster on a shared machine; see its docstring).
+* :func:`layer_features` and :func:`cka_matrix` -- per-block encoder representations of unmasked images and the
+  matrix of linear CKA (:func:`maelab.metrics.linear_cka`) between the blocks of two encoders (Fig. 19).
+"""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from . import evaluate, experiments, metrics
+from ._util import resolve_device
+from ._validate import ParameterError, one_of, positive_int
+
+__all__ = ["step_cost", "snapshot_probe_accuracy", "layer_features", "cka_matrix", "evaluate_specs"]
+
+
+def _one_step(model, opt, x, mask_ratio, generator):
+    opt.zero_grad(set_to_none=True)
+    out = model(x, mask_ratio=mask_ratio, generator=generator)
+    out["loss"].backward()
+    opt.step()
+
+
+def step_cost(spec: experiments.PretrainSpec, *, batch_size: int | None = None, reps: int = 3,
+              warmup: int = 1) -> dict:
+    """Cost of one pre-training step of ``spec``'s model on a batch of random images (CPU, float32).
+
+    Returns ``flops`` (forward + backward, counted once; the optimiser update is not counted),
+    ``wall_s`` and ``cpu_s`` (minimum over ``reps`` timed steps after ``warmup`` untimed ones; ``cpu_s`` is this
+    process's CPU time, summed over its threads), ``batch_size``. The model is freshly initialised from the spec
+    (training state does not change the cost).
+    """
+    batch_size = positive_int("batch_size", spec.batch_size if batch_size is None else batch_size)
+    positive_int("reps", reps)
+    positive_int("warmup", warmup, minimum=0)
+    model = experiments.build_model(spec).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    g = torch.Generator().manual_seed(spec.seed)
+    x = torch.rand(batch_size, spec.channels, spec.img_size, spec.img_size, generator=g)
+    ratio = spec.mask_ratio
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with sdpa_kernel(SDPBackend.MATH):
+        counter = FlopCounterMode(display=False)
+        with counter:
+            out = model(x, mask_ratio=ratio, generator=g)
+            out["loss"].backward()
+    flops = int(counter.get_total_flops())
+    for _ in range(warmup):
+        _one_step(model, opt, x, ratio, g)
+    walls, cpus = [], []
+    for _ in range(reps):
+        w0, c0 = time.perf_counter(), time.process_time()
+        _one_step(model, opt, x, ratio, g)
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return {"flops": flops, "wall_s": float(min(walls)), "cpu_s": float(min(cpus)), "batch_size": batch_size}
+
+
+@torch.no_grad()
+def layer_features(model, images: torch.Tensor, *, pool: str = "mean", batch_size: int = 256) -> list[torch.Tensor]:
+    """Representation of each encoder block for the *unmasked* ``images``: a list (one per block, input to output
+    order) of (N, D) float tensors on the CPU. ``pool="mean"``: mean over the patch tokens of the block's output
+    (before the final norm); ``"cls"``: the [CLS] token; ``"tokens"``: all patch tokens flattened, (N, L*D)."""
+    one_of("pool", pool, ("mean", "cls", "tokens"))
+    positive_int("batch_size", batch_size)
+    if not isinstance(images, torch.Tensor) or images.ndim != 4:
+        raise ParameterError("images", "a (N, C, H, W) tensor", tuple(getattr(images, "shape", ())))
+    was_training = model.training
+    model.eval()
+    dev = next(model.parameters()).device
+    chunks: list[list[torch.Tensor]] = []
+    for i in range(0, len(images), batch_size):
+        toks = model.encode(images[i:i + batch_size].to(dev), mask_ratio=0.0, return_tokens=True)["tokens"]
+        if pool == "mean":
+            per = [t[:, 1:].mean(dim=1) for t in toks]
+        elif pool == "cls":
+            per = [t[:, 0] for t in toks]
+        else:
+            per = [t[:, 1:].flatten(1) for t in toks]
+        chunks.append([p.float().cpu() for p in per])
+    model.train(was_training)
+    return [torch.cat([c[j] for c in chunks]) for j in range(len(chunks[0]))]
+
+
+def cka_matrix(feats_a: Sequence, feats_b: Sequence) -> np.ndarray:
+    """(len(feats_a), len(feats_b)) matrix of linear CKA between every pair of (N, d) feature matrices."""
+    if not len(feats_a) or not len(feats_b):
+        raise ParameterError("feats_a", "two non-empty sequences of (N, d) feature matrices", (len(feats_a), len(feats_b)))
+    return np.array([[metrics.linear_cka(a, b) for b in feats_b] for a in feats_a], dtype=np.float64)
+
+
+def snapshot_probe_accuracy(spec: experiments.PretrainSpec, *, device: str = "auto",
+                            progress: bool | None = None) -> dict:
+    """Linear-probe test accuracy of the weights at each of ``spec.snapshot_epochs``.
+
+    Pre-trains ``spec`` with :func:`maelab.experiments.pretrain` (instant when its checkpoint is cached: the
+    snapshots are kept in it) and evaluates every snapshot as ``pretrain_and_evaluate`` evaluates the final model
+    (logistic regression on standardised pooled features, C chosen on a validation split). Returns ``epochs`` and
+    ``linear_acc`` (lists, in epoch order).
+    """
+    if not spec.snapshot_epochs:
+        raise ParameterError("snapshot_epochs", "a non-empty tuple of epochs in the spec", spec.snapshot_epochs)
+    dev = resolve_device(device)
+    model, res, tr, te = experiments.pretrain(spec, device=str(dev), progress=progress)
+    if tr.labels is None:
+        raise ParameterError("dataset", "a labelled dataset", spec.dataset)
+    from threadpoolctl import threadpool_limits
+
+    epochs, accs = [], []
+    probe_model = experiments.build_model(spec).to(dev)
+    for e in sorted(res.snapshots):
+        probe_model.load_state_dict(res.snapshots[e])
+        ftr = evaluate.extract_features(probe_model, tr.images, pool=spec.pool, progress=False)
+        fte = evaluate.extract_features(probe_model, te.images, pool=spec.pool, progress=False)
+        with threadpool_limits(limits=1, user_api="blas"):  # see evaluate_specs
+            lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed)
+        epochs.append(int(e))
+        accs.append(float(lp.test_acc))
+    return {"epochs": epochs, "linear_acc": accs}
+
+
+def evaluate_specs(specs: Sequence[experiments.PretrainSpec], *, device: str = "auto",
+                   progress: bool | None = None, blas_threads: int | None = 1) -> list[dict]:
+    """:func:`maelab.experiments.pretrain_and_evaluate` for each spec, pre-training first outside and evaluating
+    with the BLAS thread pool limited to ``blas_threads`` (``threadpoolctl``; None: no limit).
+
+    Why: the logistic-regression probe runs in scikit-learn/scipy on OpenBLAS, whose spinning worker threads make
+    L-BFGS 10-30x slower on a machine shared by several processes (measured on this project's 2-core machine); one
+    BLAS thread gives the same optimiser, only without the contention. Pre-training runs before the limit, with
+    torch's own thread settings, and is cached, so ``pretrain_and_evaluate`` resumes it instantly.
+    """
+    from threadpoolctl import threadpool_limits
+
+    if blas_threads is not None:
+        positive_int("blas_threads", blas_threads)
+    out = []
+    for spec in specs:
+        experiments.pretrain(spec, device=device, progress=progress)
+        # the second call only resumes the finished run (and fine-tunes, if asked): no progress bar for the resume
+        if blas_threads is None:
+            out.append(experiments.pretrain_and_evaluate(spec, device=device, progress=False))
+        else:
+            with threadpool_limits(limits=blas_threads, user_api="blas"):
+                out.append(experiments.pretrain_and_evaluate(spec, device=device, progress=False))
+    return out

@@ -1,0 +1,233 @@
+"""MAE vs U-MAE, paired by seed: the runs behind the ``zhang_umae`` notebook (Zhang et al. 2022, Table 1,
+Figs. 1b, 1c, 3a, 3b).
+
+Every run is pre-trained by :func:`maelab.experiments.pretrain` (checkpoints cached, exact resume), then evaluated
+here. Why not :func:`maelab.experiments.pretrain_and_evaluate`? Three needs it does not cover without retraining:
+
+* **both poolings from one run.** The linear probe, k-NN and effective rank are measured on the [CLS] token (the
+  feature U-MAE's uniformity term acts on, and MAE's default linear-probe feature) *and* on the mean of the patch
+  tokens, from the same trained weights (the pooling of ``PretrainSpec.pool`` is part of the checkpoint key);
+* **effective rank during training that survives a resume.** ``rank_every`` computes ranks in a training
+  callback, which does not run again when a finished checkpoint is resumed; here the weights at the tracked epochs
+  are kept as ``snapshot_epochs`` (stored in the checkpoint) and the ranks are computed from them afterwards;
+* **test features of one seed** for t-SNE, without ``keep_features`` (also part of the checkpoint key).
+
+Pairing: ``mae`` and ``umae`` models of the same size and seed start from the *same* weights (``create(...,
+seed=s)``), see the same data order and the same masks (dedicated generators), so per-seed differences isolate
+the uniformity term (``tests/test_umae_analysis.py`` checks that U-MAE with lambda = 0 reproduces MAE exactly).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from . import evaluate, experiments, metrics, train
+from ._util import resolve_device
+from ._validate import ParameterError
+
+POOLS = ("cls", "mean")
+#: per-run numbers in :func:`compare`'s ``runs`` table (suffix ``_mean``: mean-pooled patch tokens)
+METRICS = ("linear_acc", "knn_acc", "effective_rank", "linear_acc_mean", "knn_acc_mean", "effective_rank_mean",
+           "finetune_acc", "rec_loss", "train_seconds")
+
+
+def _features(model, images, pool):
+    return evaluate.extract_features(model, images, pool=pool, progress=False)
+
+
+def _probe_kwargs(probe_cs) -> dict:
+    if probe_cs is None:
+        return {}
+    cs = [float(c) for c in probe_cs] if isinstance(probe_cs, (list, tuple)) else None
+    if not cs or any(not c > 0 for c in cs):
+        raise ParameterError("probe_cs", "None or a non-empty list of positive numbers", probe_cs)
+    return {"C": cs[0]} if len(cs) == 1 else {"Cs": tuple(cs)}
+
+
+def _pool_metrics(model, tr, te, seed: int, probe_cs=None) -> tuple[dict, dict, dict]:
+    """Linear probe (logreg), k-NN, effective rank and singular values of the test features, for both pools."""
+    kw = _probe_kwargs(probe_cs)
+    row, sv, feats = {}, {}, {}
+    for pool in POOLS:
+        sfx = "" if pool == "cls" else "_mean"
+        ftr, fte = _features(model, tr.images, pool), _features(model, te.images, pool)
+        lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=seed, **kw)
+        row["linear_acc" + sfx] = float(lp.test_acc)
+        row["knn_acc" + sfx] = float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels))
+        row["effective_rank" + sfx] = float(metrics.effective_rank(fte))
+        sv[pool] = metrics.singular_values(fte).numpy()
+        feats[pool] = fte
+    return row, sv, feats
+
+
+def evaluate_run(spec: experiments.PretrainSpec, *, rank_epochs: Sequence[int] = (), finetune_epochs: int = 0,
+                 probe_cs: Sequence[float] | None = None, device: str = "auto",
+                 progress: bool | None = None) -> dict[str, Any]:
+    """Pre-train ``spec`` (cached) and evaluate it.
+
+    ``rank_epochs``: completed epochs (0 = initial weights) at which the effective rank of the test features is
+    measured (from weight snapshots; they become ``spec.snapshot_epochs``, so they are part of the checkpoint key).
+    ``finetune_epochs`` > 0: end-to-end fine-tuning of a copy of the encoder with ``spec.finetune_blr`` (the
+    recipe of :func:`maelab.experiments.pretrain_and_evaluate`). ``probe_cs``: inverse regularisations of the
+    logistic-regression probe (chosen on a 20 % validation split of the training features; one value: used as
+    is; None: :data:`maelab.evaluate.DEFAULT_CS`, six values, about twice the probe cost of three).
+
+    Returns ``row`` (the numbers of :data:`METRICS`), ``history`` (trainer history), ``ranks`` (list of
+    [epoch, rank cls, rank mean]), ``sv`` ({pool: singular values of the test features}), ``test_features``
+    (cls, float32 array) and ``test_labels``.
+    """
+    epochs = sorted({int(e) for e in rank_epochs})
+    if any(e < 0 or e > spec.epochs for e in epochs):
+        raise ParameterError("rank_epochs", f"epochs in [0, {spec.epochs}]", list(rank_epochs))
+    spec = dataclasses.replace(spec, snapshot_epochs=tuple(epochs), rank_every=0, keep_features=False,
+                               finetune_epochs=0)
+    _probe_kwargs(probe_cs)
+    dev = resolve_device(device)
+    model, res, tr, te = experiments.pretrain(spec, device=str(dev), progress=progress)
+    if tr.labels is None or te.labels is None:
+        raise ParameterError("dataset", "a labelled dataset (mnist10k, shapes, cifar10, imagefolder)", spec.dataset)
+    row, sv, feats = _pool_metrics(model, tr, te, spec.seed, probe_cs)
+    row["rec_loss"] = experiments.reconstruction_loss(model, te.images, spec.mask_ratio, seed=spec.seed)
+    row["train_seconds"] = float(sum(h["seconds"] for h in res.history))
+    ranks = []
+    for e in epochs:
+        snap = experiments.build_model(spec).to(dev)
+        snap.load_state_dict(res.snapshots[e])
+        ranks.append([e] + [float(metrics.effective_rank(_features(snap, te.images, p))) for p in POOLS])
+    row["finetune_acc"] = None
+    if finetune_epochs:
+        ft = train.fine_tune(model, tr, te, train.FineTuneConfig(
+            epochs=finetune_epochs, batch_size=min(128, len(tr)), blr=spec.finetune_blr,
+            warmup_epochs=min(1, finetune_epochs), pool=spec.pool, seed=spec.seed), device=str(dev),
+            progress=progress)
+        row["finetune_acc"] = float(ft.test_acc)
+    return {"row": row, "history": res.history, "ranks": ranks, "sv": sv,
+            "test_features": feats["cls"].numpy(), "test_labels": te.labels.cpu().numpy()}
+
+
+def random_init_run(spec: experiments.PretrainSpec, *, probe_cs: Sequence[float] | None = None,
+                    device: str = "auto") -> dict[str, Any]:
+    """The untrained model of ``spec`` evaluated like a trained one (no fine-tuning): ``row`` and ``sv``."""
+    dev = resolve_device(device)
+    tr, te = experiments.load_data(spec, dev, progress=False)
+    model = experiments.build_model(spec).to(dev)
+    row, sv, _ = _pool_metrics(model, tr, te, spec.seed, probe_cs)
+    return {"row": row, "sv": sv}
+
+
+def compare(base: experiments.PretrainSpec, variants: Mapping[str, Mapping[str, Any]], seeds: Sequence[int], *,
+            rank_epochs: Sequence[int] = (), finetune_variants: Sequence[str] = (), finetune_epochs: int = 0,
+            random_init: bool = True, features_seed: int | None = None,
+            probe_cs: Sequence[float] | None = None, device: str = "auto",
+            progress: bool | None = None) -> dict[str, Any]:
+    """Run every variant at every seed and collect store-ready tables.
+
+    ``variants``: name -> PretrainSpec fields replacing those of ``base`` (e.g. ``{"mae": {"model": "mae"},
+    "umae": {"model": "umae", "model_overrides": (("lambda_unif", 0.01),)}}``); ``seed`` is set per run.
+    ``finetune_variants``: the variants that are also fine-tuned (``finetune_epochs``). ``random_init``: add rows
+    of variant ``"random"`` (the untrained model of the first variant). ``features_seed``: keep the test features
+    (cls) of this seed for every variant (``features_<name>``, ``labels``).
+
+    Returns ``runs`` (DataFrame: variant, seed, :data:`METRICS`), ``curves`` (variant, seed and the trainer's
+    per-epoch history), ``ranks`` (variant, seed, epoch, effective_rank, effective_rank_mean) and arrays
+    ``sv_<name>`` (seeds x min(n_test, dim) singular values of the cls test features, seeds in order).
+    """
+    import pandas as pd
+
+    if not variants:
+        raise ParameterError("variants", "a non-empty mapping name -> spec fields", variants)
+    for name in variants:
+        if not isinstance(name, str) or not name.replace("_", "a").isalnum() or name == "random":
+            raise ParameterError("variant name", "an identifier-like string other than 'random'", name)
+    unknown = [v for v in finetune_variants if v not in variants]
+    if unknown:
+        raise ParameterError("finetune_variants", "names among the variants", unknown[0])
+    seeds = [int(s) for s in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ParameterError("seeds", "a non-empty list of distinct integers", seeds)
+    rows, curves, ranks, out = [], [], [], {}
+    sv: dict[str, list] = {}
+    for name, fields in variants.items():
+        for s in seeds:
+            spec = dataclasses.replace(base, **dict(fields), seed=s)
+            r = evaluate_run(spec, rank_epochs=rank_epochs, probe_cs=probe_cs, device=device, progress=progress,
+                             finetune_epochs=finetune_epochs if name in finetune_variants else 0)
+            rows.append({"variant": name, "seed": s, **r["row"]})
+            curves += [{"variant": name, "seed": s, **h} for h in r["history"]]
+            ranks += [{"variant": name, "seed": s, "epoch": e, "effective_rank": a, "effective_rank_mean": b}
+                      for e, a, b in r["ranks"]]
+            sv.setdefault(name, []).append(r["sv"]["cls"])
+            if features_seed is not None and s == features_seed:
+                out[f"features_{name}"] = r["test_features"]
+                out["labels"] = r["test_labels"]
+    if random_init:
+        first = next(iter(variants.values()))
+        for s in seeds:
+            r = random_init_run(dataclasses.replace(base, **dict(first), seed=s), probe_cs=probe_cs, device=device)
+            rows.append({"variant": "random", "seed": s, **r["row"], "finetune_acc": None, "rec_loss": None,
+                         "train_seconds": 0.0})
+            sv.setdefault("random", []).append(r["sv"]["cls"])
+    out["runs"] = pd.DataFrame(rows, columns=["variant", "seed", *METRICS])
+    out["curves"] = pd.DataFrame(curves)
+    out["ranks"] = pd.DataFrame(ranks, columns=["variant", "seed", "epoch", "effective_rank", "effective_rank_mean"])
+    for name, arrs in sv.items():
+        out[f"sv_{name}"] = np.stack(arrs)
+    return out
+
+
+def paired(runs, metric: str, a: str = "umae", b: str = "mae") -> list[float]:
+    """Per-seed differences ``metric(a) - metric(b)`` (seeds in increasing order; only seeds present in both)."""
+    for col in ("variant", "seed", metric):
+        if col not in runs.columns:
+            raise ParameterError("runs", f"a table with a {col!r} column", list(runs.columns))
+    x = runs[runs.variant == a].set_index("seed")[metric]
+    y = runs[runs.variant == b].set_index("seed")[metric]
+    common = sorted(set(x.index) & set(y.index))
+    if not common:
+        raise ParameterError("runs", f"seeds run with both {a!r} and {b!r}", sorted(set(runs.variant)))
+    return [float(x[s]) - float(y[s]) for s in common]
+
+
+def summary(runs, metrics_: Sequence[str] = ("linear_acc", "knn_acc", "finetune_acc", "effective_rank"),
+            order: Sequence[str] | None = None):
+    """``mean ± std`` (sample std, ddof = 1, over seeds) per variant: a DataFrame of strings, one row per variant,
+    plus numeric columns ``<metric>`` (mean) and ``<metric>_std``."""
+    import pandas as pd
+
+    order = list(order) if order is not None else list(dict.fromkeys(runs.variant))
+    out = []
+    for v in order:
+        sub = runs[runs.variant == v]
+        if sub.empty:
+            continue
+        rec: dict[str, Any] = {"variant": v, "seeds": len(sub)}
+        for m in metrics_:
+            vals = pd.to_numeric(sub[m], errors="coerce").dropna().to_numpy(dtype=float)
+            mean = float(vals.mean()) if len(vals) else float("nan")
+            std = float(vals.std(ddof=1)) if len(vals) > 1 else float("nan")
+            rec[m], rec[m + "_std"] = mean, std
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def per_seed_curve_gap(curves, column: str = "eval_online_acc", a: str = "umae", b: str = "mae") -> list[float]:
+    """Per seed, the mean over the evaluated epochs of ``column(a) - column(b)`` (epochs where both were
+    evaluated); seeds in increasing order."""
+    need = ("variant", "seed", "epoch", column)
+    if any(c not in curves.columns for c in need):
+        raise ParameterError("curves", "a table with columns " + ", ".join(need), list(curves.columns))
+    c = curves.dropna(subset=[column])
+    x = c[c.variant == a].set_index(["seed", "epoch"])[column]
+    y = c[c.variant == b].set_index(["seed", "epoch"])[column]
+    both = x.index.intersection(y.index)
+    if len(both) == 0:
+        raise ParameterError("curves", f"epochs evaluated for both {a!r} and {b!r}", sorted(set(curves.variant)))
+    d = (x.loc[both] - y.loc[both]).groupby(level=0).mean()
+    return [float(d[s]) for s in sorted(d.index)]
+
+
+__all__ = ["METRICS", "POOLS", "compare", "evaluate_run", "paired", "per_seed_curve_gap", "random_init_run",
+           "summary"]

@@ -1,0 +1,121 @@
+"""maelab.sweeps: step cost (FLOPs vs closed form), per-layer features, CKA matrices, snapshot probes."""
+import numpy as np
+import pytest
+import torch
+
+from maelab import experiments as E, masking, sweeps
+from maelab._validate import ParameterError
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path))
+    return tmp_path
+
+
+def _spec(**kw):
+    base = dict(dataset="shapes", n_train=256, n_test=128, model="mae", size="micro", epochs=2, batch_size=64)
+    over = kw.pop("over", {})
+    base.update(kw)
+    return E.PretrainSpec(model_overrides=tuple(over.items()), **base)
+
+
+def _block_flops(n: int, t: int, d: int) -> int:
+    """Forward + backward FLOPs of one timm ViT block (mlp_ratio 4) on n sequences of t tokens of width d.
+
+    Forward: qkv 2*3d^2, proj 2*d^2, MLP 2*(4d^2 + 4d^2) per token = 24 d^2 t; attention QK^T and AV 2 * 2 t^2 d.
+    Backward of every matrix product costs twice its forward (gradients of both operands).
+    """
+    return 3 * n * (24 * d * d * t + 4 * t * t * d)
+
+
+@pytest.mark.parametrize("ratio", [0.75, 0.5])
+def test_flops_per_encoder_and_decoder_block_match_closed_form(ratio):
+    n, d = 4, 64
+    L = (32 // 4) ** 2
+    keep = masking.num_keep(L, ratio)
+    c = {k: sweeps.step_cost(_spec(mask_ratio=ratio, over=dict(depth=k, decoder_depth=1)), batch_size=n, reps=1,
+                             warmup=0)["flops"] for k in (1, 2, 4)}
+    assert c[2] - c[1] == _block_flops(n, 1 + keep, d)
+    assert c[4] - c[2] == 2 * _block_flops(n, 1 + keep, d)
+    dec = {k: sweeps.step_cost(_spec(mask_ratio=ratio, over=dict(depth=1, decoder_depth=k, decoder_embed_dim=32)),
+                               batch_size=n, reps=1, warmup=0)["flops"] for k in (1, 3)}
+    assert dec[3] - dec[1] == 2 * _block_flops(n, 1 + L, 32)
+
+
+def test_step_cost_times_are_positive_and_flops_deterministic():
+    a = sweeps.step_cost(_spec(), batch_size=8, reps=2)
+    b = sweeps.step_cost(_spec(), batch_size=8, reps=1)
+    assert a["flops"] == b["flops"] > 0 and a["wall_s"] > 0 and a["cpu_s"] >= 0 and a["batch_size"] == 8
+
+
+def test_layer_features_agree_with_forward_features():
+    torch.manual_seed(0)
+    model = E.build_model(_spec(over=dict(depth=3))).eval()
+    x = torch.rand(10, 3, 32, 32)
+    toks = sweeps.layer_features(model, x, pool="tokens", batch_size=4)
+    assert len(toks) == 3 and toks[-1].shape == (10, 64 * 64)
+    last = model.norm(toks[-1].reshape(10, 64, 64))
+    torch.testing.assert_close(last.mean(1), model.forward_features(x, pool="mean"), rtol=1e-5, atol=1e-5)
+    mean = sweeps.layer_features(model, x, pool="mean", batch_size=3)
+    for m, t in zip(mean, toks):
+        torch.testing.assert_close(m, t.reshape(10, 64, 64).mean(1), rtol=1e-5, atol=1e-6)
+    cls = sweeps.layer_features(model, x, pool="cls")
+    torch.testing.assert_close(model.norm(cls[-1]), model.forward_features(x, pool="cls"), rtol=1e-5, atol=1e-5)
+
+
+def _cka_hsic(x: np.ndarray, y: np.ndarray) -> float:
+    """Linear CKA through centred Gram matrices (Kornblith et al. 2019, Eq. 1-2), a different route from the
+    feature-space formula of maelab.metrics."""
+    n = len(x)
+    h = np.eye(n) - 1.0 / n
+    k, l_ = h @ x @ x.T @ h, h @ y @ y.T @ h
+    return float(np.sum(k * l_) / np.sqrt(np.sum(k * k) * np.sum(l_ * l_)))
+
+
+def test_cka_matrix_matches_gram_formula_and_is_one_on_the_diagonal():
+    rng = np.random.default_rng(0)
+    a = [torch.from_numpy(rng.normal(size=(30, d))) for d in (5, 8)]
+    b = [a[0] @ torch.from_numpy(np.linalg.qr(rng.normal(size=(5, 5)))[0]) * 3.0,
+         torch.from_numpy(rng.normal(size=(30, 4)))]
+    m = sweeps.cka_matrix(a, b)
+    assert m.shape == (2, 2)
+    assert m[0, 0] == pytest.approx(1.0, abs=1e-10)  # orthogonal transform + isotropic scaling
+    for i in range(2):
+        for j in range(2):
+            assert m[i, j] == pytest.approx(_cka_hsic(a[i].numpy(), b[j].numpy()), rel=1e-9)
+    with pytest.raises(ParameterError, match="^feats_a"):
+        sweeps.cka_matrix([], b)
+
+
+def test_snapshot_probe_of_last_epoch_equals_pipeline_probe(cache):
+    spec = _spec(snapshot_epochs=(0, 1, 2))
+    snap = sweeps.snapshot_probe_accuracy(spec, device="cpu", progress=False)
+    assert snap["epochs"] == [0, 1, 2]
+    out = E.pretrain_and_evaluate(spec, device="cpu", progress=False)
+    assert snap["linear_acc"][-1] == out["linear_acc"]
+    with pytest.raises(ParameterError, match="^snapshot_epochs"):
+        sweeps.snapshot_probe_accuracy(_spec(), device="cpu")
+
+
+@pytest.mark.parametrize("kw, name", [({"batch_size": 0}, "batch_size"), ({"reps": 0}, "reps")])
+def test_step_cost_bad_input(kw, name):
+    with pytest.raises(ParameterError, match=f"^{name}"):
+        sweeps.step_cost(_spec(), **kw)
+
+
+def test_layer_features_bad_input():
+    model = E.build_model(_spec())
+    with pytest.raises(ParameterError, match="^pool"):
+        sweeps.layer_features(model, torch.rand(2, 3, 32, 32), pool="max")
+    with pytest.raises(ParameterError, match="^images"):
+        sweeps.layer_features(model, torch.rand(3, 32, 32))
+
+
+def test_evaluate_specs_gives_the_pipeline_numbers(cache):
+    spec = _spec(epochs=1, n_train=128, n_test=64)
+    (a,) = sweeps.evaluate_specs([spec], device="cpu", progress=False)
+    b = E.pretrain_and_evaluate(spec, device="cpu", progress=False)
+    assert a["linear_acc"] == b["linear_acc"] and a["rec_loss"] == b["rec_loss"] and a["knn_acc"] == b["knn_acc"]
+    with pytest.raises(ParameterError, match="^blas_threads"):
+        sweeps.evaluate_specs([spec], blas_threads=0)

@@ -1,0 +1,100 @@
+"""maelab.umae_analysis: paired MAE vs U-MAE runs (tiny sizes)."""
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from maelab import evaluate, experiments as E, metrics, umae_analysis as U
+from maelab._validate import ParameterError
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path))
+    return tmp_path
+
+
+def _spec(**kw):
+    base = dict(dataset="shapes", n_train=192, n_test=96, model="mae", size="micro", epochs=2, batch_size=64)
+    base.update(kw)
+    return E.PretrainSpec(**base)
+
+
+def test_evaluate_run_matches_independent_recomputation_and_survives_resume(cache):
+    spec = _spec()
+    r = U.evaluate_run(spec, rank_epochs=(0, 2), device="cpu", progress=False)
+    # epoch-0 rank = rank of a freshly built (untrained) model: the snapshot is the initial weights
+    init = E.random_init_features(_spec(snapshot_epochs=(0, 2)), device="cpu")
+    assert r["ranks"][0][0] == 0 and r["ranks"][0][1] == pytest.approx(init["effective_rank"], rel=1e-6)
+    # final-epoch rank = rank of the returned test features; the probe equals a probe on re-extracted features
+    f = torch.from_numpy(r["test_features"])
+    assert r["ranks"][-1][1] == pytest.approx(metrics.effective_rank(f), rel=1e-5)
+    assert r["row"]["effective_rank"] == pytest.approx(metrics.effective_rank(f), rel=1e-6)
+    model, _, tr, te = E.pretrain(_spec(snapshot_epochs=(0, 2)), device="cpu", progress=False)
+    ftr = evaluate.extract_features(model, tr.images, pool="mean", progress=False)
+    fte = evaluate.extract_features(model, te.images, pool="mean", progress=False)
+    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=0)
+    assert r["row"]["linear_acc_mean"] == pytest.approx(lp.test_acc)
+    # a second call resumes the finished checkpoint (no training callbacks run) and still has every rank
+    again = U.evaluate_run(spec, rank_epochs=(0, 2), device="cpu", progress=False)
+    assert again["ranks"] == r["ranks"] and again["row"]["linear_acc"] == r["row"]["linear_acc"]
+
+
+def test_umae_with_zero_lambda_is_mae_exactly(cache):
+    """The pairing: same seed -> same init, data order and masks; only the loss differs."""
+    out = U.compare(_spec(epochs=1), {"mae": {"model": "mae"},
+                                      "umae": {"model": "umae", "model_overrides": (("lambda_unif", 0.0),)}},
+                    seeds=[3], random_init=False)
+    runs = out["runs"].set_index("variant")
+    for m in ("linear_acc", "knn_acc", "effective_rank", "rec_loss"):
+        assert runs.loc["umae", m] == runs.loc["mae", m], m
+    assert U.paired(out["runs"], "rec_loss") == [0.0]
+
+
+def test_compare_tables_and_uniformity_changes_training(cache):
+    out = U.compare(_spec(epochs=1), {"mae": {"model": "mae"},
+                                      "umae": {"model": "umae", "model_overrides": (("lambda_unif", 1.0),)}},
+                    seeds=[0, 1], rank_epochs=(0, 1), finetune_variants=("umae",), finetune_epochs=1,
+                    features_seed=1)
+    runs = out["runs"]
+    assert sorted(zip(runs.variant, runs.seed)) == sorted([(v, s) for v in ("mae", "umae", "random") for s in (0, 1)])
+    assert runs[runs.variant == "mae"].finetune_acc.isna().all()
+    assert runs[runs.variant == "umae"].finetune_acc.notna().all()
+    assert out["sv_mae"].shape == (2, 64) and out["features_umae"].shape == (96, 64) and out["labels"].shape == (96,)
+    assert set(out["ranks"].epoch) == {0, 1} and len(out["curves"]) == 4
+    # both variants start from the same weights: identical epoch-0 ranks, and the random-init rows agree with them
+    r = out["ranks"].set_index(["variant", "seed", "epoch"]).effective_rank
+    rnd = runs[runs.variant == "random"].set_index("seed").effective_rank
+    for s in (0, 1):
+        assert r[("mae", s, 0)] == r[("umae", s, 0)] == pytest.approx(rnd[s], rel=1e-6)
+    # lambda = 1 changes the weights: U-MAE's loss has a uniformity term and its numbers differ from MAE's
+    c = out["curves"]
+    assert (c[c.variant == "umae"].loss_unif > 0).all() and (c[c.variant == "mae"].loss_unif == 0).all()
+    assert U.paired(runs, "rec_loss") != [0.0, 0.0]
+
+
+def test_paired_summary_and_curve_gap_by_hand():
+    runs = pd.DataFrame({"variant": ["mae", "umae", "mae", "umae", "umae"], "seed": [0, 0, 1, 1, 2],
+                         "linear_acc": [0.5, 0.6, 0.4, 0.45, 0.9]})
+    assert U.paired(runs, "linear_acc") == pytest.approx([0.1, 0.05])  # seed 2 has no MAE partner
+    s = U.summary(runs, ["linear_acc"], order=["umae", "mae"]).set_index("variant")
+    assert s.loc["umae", "linear_acc"] == pytest.approx(np.mean([0.6, 0.45, 0.9]))
+    assert s.loc["umae", "linear_acc_std"] == pytest.approx(np.std([0.6, 0.45, 0.9], ddof=1))
+    assert s.loc["mae", "seeds"] == 2
+    curves = pd.DataFrame({"variant": ["mae"] * 3 + ["umae"] * 3, "seed": [0, 0, 0] * 2, "epoch": [1, 2, 3] * 2,
+                           "eval_online_acc": [0.1, None, 0.3, 0.2, 0.5, 0.6]})
+    assert U.per_seed_curve_gap(curves) == pytest.approx([((0.2 - 0.1) + (0.6 - 0.3)) / 2])
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: U.paired(pd.DataFrame({"variant": ["mae"], "seed": [0], "x": [1.0]}), "x"), "runs"),
+    (lambda: U.paired(pd.DataFrame({"variant": ["mae"]}), "x"), "runs"),
+    (lambda: U.compare(_spec(), {}, seeds=[0]), "variants"),
+    (lambda: U.compare(_spec(), {"random": {}}, seeds=[0]), "variant name"),
+    (lambda: U.compare(_spec(), {"mae": {}}, seeds=[0, 0]), "seeds"),
+    (lambda: U.compare(_spec(), {"mae": {}}, seeds=[0], finetune_variants=("umae",)), "finetune_variants"),
+    (lambda: U.evaluate_run(_spec(), rank_epochs=(5,)), "rank_epochs"),
+])
+def test_bad_input(call, name):
+    with pytest.raises(ParameterError, match=f"^{name}"):
+        call()
