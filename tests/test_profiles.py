@@ -42,3 +42,12 @@ def test_setup_validates_and_applies_overrides():
         book.setup("nope", profile="cpu")
     with pytest.raises(ParameterError, match="^patch_size must be a setting"):
         book.setup("masking", profile="cpu", patch_size=4)
+
+
+def test_none_keeps_the_profile_value_for_notebook_parameters():
+    assert validate_params({"seeds": None, "epochs": None, "mask_ratio": None}) == {
+        "seeds": None, "epochs": None, "mask_ratio": None}
+    with pytest.raises(ParameterError, match="^profile"):
+        validate_params({"profile": None})
+    with pytest.raises(ParameterError, match="^recompute"):
+        validate_params({"recompute": None})

@@ -270,6 +270,9 @@ PARAM_RULES: dict[str, Callable[[str, Any], Any]] = {
 }
 
 
+_CORE = ("profile", "seed", "device", "recompute", "progress")
+
+
 def validate_params(params: dict[str, Any]) -> dict[str, Any]:
     """Validate notebook parameters; raise a one-line ParameterError for the first bad one."""
     out = {}
@@ -277,5 +280,6 @@ def validate_params(params: dict[str, Any]) -> dict[str, Any]:
         rule = PARAM_RULES.get(name)
         if rule is None:
             raise ParameterError("parameter name", "one of " + ", ".join(sorted(PARAM_RULES)), name)
-        out[name] = rule(name, value)
+        # a notebook-specific parameter left at None keeps the profile's value
+        out[name] = None if (value is None and name not in _CORE) else rule(name, value)
     return out
