@@ -59,3 +59,15 @@ def test_registry_rows_are_complete():
         assert cid == c.id and c.paper in C.PAPERS
         assert c.statement and c.where and c.paper_value and c.measure and c.criterion.text
         assert isinstance(c.criterion, C.Criterion)
+
+
+def test_unmet_precondition_forces_inconclusive_and_round_trips():
+    claim = C.REGISTRY["zhang.table1_finetune_mnist10k"]
+    tied = [0.001, -0.002, 0.0]  # would be "supported" by the +-3 point band
+    assert C.verdict(claim, C.Evidence.from_samples(tied))[0] == C.SUPPORTED
+    ev = C.Evidence.from_samples(tied, unmet="fine-tuning did not learn")
+    v, why = C.verdict(claim, ev)
+    assert v == C.INCONCLUSIVE and "fine-tuning did not learn" in why
+    assert C.Evidence.from_dict(ev.to_dict()) == ev
+    old = {k: v for k, v in C.Evidence.from_samples(tied).to_dict().items() if k != "unmet"}  # stored before
+    assert C.Evidence.from_dict(old).unmet == ""

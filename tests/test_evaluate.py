@@ -138,6 +138,61 @@ def test_linear_probe_auto_method_and_bad_inputs(monkeypatch):
         E.linear_probe(xtr, ytr, xtr[:, :2], ytr, C=1.0)
 
 
+def _blas_threads() -> set[int]:
+    from threadpoolctl import threadpool_info
+
+    return {d["num_threads"] for d in threadpool_info() if d["user_api"] == "blas"}
+
+
+def test_logreg_probe_limits_blas_threads_only_inside_and_restores_them(monkeypatch):
+    """blas_threads=1: every LogisticRegression fit and predict sees one BLAS thread; the previous limit is back
+    afterwards; the default (None) leaves the thread pool alone."""
+    from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
+
+    seen: list[tuple[str, set[int]]] = []
+    fit, predict = LogisticRegression.fit, LogisticRegression.predict
+
+    def spy_fit(self, *a, **k):
+        seen.append(("fit", _blas_threads()))
+        return fit(self, *a, **k)
+
+    def spy_predict(self, *a, **k):
+        seen.append(("predict", _blas_threads()))
+        return predict(self, *a, **k)
+
+    monkeypatch.setattr(LogisticRegression, "fit", spy_fit)
+    monkeypatch.setattr(LogisticRegression, "predict", spy_predict)
+    xtr, ytr = _blobs(20, 3, 6, sep=2.0, seed=7)
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert _blas_threads() == {2}
+        r = E.linear_probe(xtr, ytr, xtr[:10], ytr[:10], method="logreg", Cs=(0.1, 1.0), blas_threads=1)
+        assert _blas_threads() == {2}
+        # C selection (2 fits + 2 predicts), the refit, train and test accuracy: all on one thread
+        assert [k for k, _ in seen] == ["fit", "predict", "fit", "predict", "fit", "predict", "predict"]
+        assert all(t == {1} for _, t in seen), seen
+        seen.clear()
+        ref = E.linear_probe(xtr, ytr, xtr[:10], ytr[:10], method="logreg", Cs=(0.1, 1.0))
+        assert seen and all(t == {2} for _, t in seen), seen
+        assert _blas_threads() == {2}
+    assert r.C == ref.C and r.train_acc == ref.train_acc
+    with pytest.raises(ParameterError, match="^blas_threads"):
+        E.linear_probe(xtr, ytr, C=1.0, blas_threads=0)
+
+
+def test_sgd_probe_ignores_blas_threads(monkeypatch):
+    import threadpoolctl
+
+    def boom(*a, **k):
+        raise AssertionError("threadpool_limits called for the sgd probe")
+
+    monkeypatch.setattr(threadpoolctl, "threadpool_limits", boom)
+    xtr, ytr = _blobs(10, 2, 4, sep=3.0, seed=5)
+    assert E.linear_probe(xtr, ytr, method="sgd", epochs=1, batch_size=8, blas_threads=1).method == "sgd"
+    with pytest.raises(AssertionError, match="sgd probe"):
+        E.linear_probe(xtr, ytr, method="logreg", C=1.0, blas_threads=1)
+
+
 # ------------------------------------------------------------------------------------------------ k-NN
 @pytest.mark.parametrize("k", [1, 4, 7])
 def test_knn_majority_matches_scikit_learn(k):

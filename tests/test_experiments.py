@@ -7,12 +7,6 @@ from maelab import evaluate, experiments as E, metrics
 from maelab._validate import ParameterError
 
 
-@pytest.fixture()
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path))
-    return tmp_path
-
-
 def _spec(**kw):
     base = dict(dataset="shapes", n_train=256, n_test=128, model="umae", size="micro", epochs=2, batch_size=128,
                 rank_every=1)
@@ -33,6 +27,39 @@ def test_pipeline_outputs_are_consistent_and_deterministic(cache):
     # same spec, fresh cache -> identical numbers
     again = E.pretrain_and_evaluate(spec, device="cpu", progress=False)
     assert again["linear_acc"] == out["linear_acc"] and again["rec_loss"] == out["rec_loss"]
+
+
+def test_rank_by_epoch_survives_a_resumed_run_and_equals_a_training_callback(cache, tmp_path, monkeypatch):
+    spec = _spec(epochs=3, rank_every=2)
+    seen = []
+    probe = evaluate.linear_probe
+
+    def spy(*a, **k):
+        seen.append(k.get("blas_threads"))
+        return probe(*a, **k)
+
+    monkeypatch.setattr(evaluate, "linear_probe", spy)
+    first = E.pretrain_and_evaluate(spec, device="cpu", progress=False)
+    # the second call finds the finished checkpoint (snapshots at the rank epochs inside) and trains nothing
+    assert (cache / "checkpoints" / E.training_spec(spec).key / "last.pt").exists()
+    again = E.pretrain_and_evaluate(spec, device="cpu", progress=False)
+    assert [r[0] for r in first["rank_by_epoch"]] == [0, 2, 3] == list(E.rank_epochs(spec))
+    assert again["rank_by_epoch"] == first["rank_by_epoch"]
+    assert again["linear_acc"] == first["linear_acc"] and seen == [1, 1]  # the probe runs on one BLAS thread
+    # the same numbers as ranks measured by a training callback during an uninterrupted run (the old way)
+    _, te = E.load_data(spec, "cpu", progress=False)
+    ranks = []
+
+    def track(epoch, model):
+        if epoch % spec.rank_every == 0 or epoch == spec.epochs:
+            ranks.append([epoch, metrics.effective_rank(evaluate.extract_features(model, te.images, progress=False))])
+
+    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path / "fresh"))
+    _, res, _, _ = E.pretrain(spec, device="cpu", progress=False, callbacks=(track,))
+    assert res.resumed_from is None and ranks == first["rank_by_epoch"]
+    # rank_every = 0: the spec is pre-trained as is (same checkpoint key as before)
+    plain = _spec(rank_every=0)
+    assert E.training_spec(plain) is plain and E.rank_epochs(plain) == ()
 
 
 def test_checkpoint_cache_makes_reruns_cheap_and_identical(cache):

@@ -7,12 +7,6 @@ from maelab import experiments as E, masking, sweeps
 from maelab._validate import ParameterError
 
 
-@pytest.fixture()
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path))
-    return tmp_path
-
-
 def _spec(**kw):
     base = dict(dataset="shapes", n_train=256, n_test=128, model="mae", size="micro", epochs=2, batch_size=64)
     over = kw.pop("over", {})
@@ -119,3 +113,12 @@ def test_evaluate_specs_gives_the_pipeline_numbers(cache):
     assert a["linear_acc"] == b["linear_acc"] and a["rec_loss"] == b["rec_loss"] and a["knn_acc"] == b["knn_acc"]
     with pytest.raises(ParameterError, match="^blas_threads"):
         sweeps.evaluate_specs([spec], blas_threads=0)
+
+
+def test_evaluate_specs_passes_the_probe_blas_limit_through(monkeypatch):
+    calls = []
+    monkeypatch.setattr(E, "pretrain_and_evaluate", lambda spec, **kw: calls.append((spec, kw)) or {"k": spec.seed})
+    specs = [_spec(seed=1), _spec(seed=2)]
+    assert sweeps.evaluate_specs(specs, device="cpu", progress=False) == [{"k": 1}, {"k": 2}]
+    assert sweeps.evaluate_specs(specs[:1], blas_threads=None) == [{"k": 1}]
+    assert [c[1]["blas_threads"] for c in calls] == [1, 1, None] and [c[0] for c in calls] == specs + specs[:1]

@@ -8,12 +8,6 @@ from maelab import evaluate, experiments as E, metrics, umae_analysis as U
 from maelab._validate import ParameterError
 
 
-@pytest.fixture()
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path))
-    return tmp_path
-
-
 def _spec(**kw):
     base = dict(dataset="shapes", n_train=192, n_test=96, model="mae", size="micro", epochs=2, batch_size=64)
     base.update(kw)

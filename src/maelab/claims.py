@@ -28,7 +28,9 @@ class Evidence:
 
     ``value``: the statistic (a mean over seeds when ``samples`` is given). ``samples``: per-seed values (or
     per-seed paired differences). ``x``/``y``/``y_err``: a series for monotone-trend criteria (``y_err`` = standard
-    error of each point). ``note``: one line on how it was measured.
+    error of each point). ``note``: one line on how it was measured. ``unmet``: empty, or the stated
+    precondition of the measurement that failed (e.g. "fine-tuning did not learn"): the verdict is then
+    ``inconclusive`` whatever the numbers, so a comparison of two broken runs can never count as support.
     """
 
     value: float | None = None
@@ -37,6 +39,7 @@ class Evidence:
     y: tuple[float, ...] | None = None
     y_err: tuple[float, ...] | None = None
     note: str = ""
+    unmet: str = ""
 
     @property
     def n(self) -> int:
@@ -63,11 +66,11 @@ class Evidence:
         return cls(**kw)
 
     @classmethod
-    def from_samples(cls, samples, note: str = "") -> "Evidence":
+    def from_samples(cls, samples, note: str = "", unmet: str = "") -> "Evidence":
         samples = tuple(float(s) for s in samples)
         if not samples:
             raise ParameterError("samples", "a non-empty sequence of numbers", samples)
-        return cls(value=sum(samples) / len(samples), samples=samples, note=note)
+        return cls(value=sum(samples) / len(samples), samples=samples, note=note, unmet=unmet)
 
 
 class Criterion:
@@ -229,6 +232,8 @@ class Claim:
 
 
 def verdict(claim: Claim, evidence: Evidence) -> tuple[str, str]:
+    if evidence.unmet:
+        return INCONCLUSIVE, f"precondition not met: {evidence.unmet}"
     v, why = claim.criterion.decide(evidence)
     assert v in VERDICTS
     return v, why

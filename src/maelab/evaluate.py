@@ -13,6 +13,13 @@ Choices made here (and why):
     stratified validation split of the training set from a log-spaced grid (ties -> the smallest C, i.e. the
     strongest regularisation), then the model is refit on the whole training set. Deterministic and free of
     optimiser hyper-parameters, which is what one wants for small data sets and fair comparisons.
+    ``blas_threads`` limits the BLAS thread pool (``threadpoolctl``, ``user_api="blas"``) during the fits and the
+    accuracy predictions, restoring it afterwards: L-BFGS on small problems is 10-100x slower when several
+    processes' BLAS threads compete for a few cores. It is off by default because it is *not* bit-neutral: the
+    multi-threaded BLAS rounds differently in the last bits, and over the L-BFGS iterations this can move a
+    borderline test prediction (measured: 3 of the 12 stored ``zhang_umae`` shapes probe accuracies differ by
+    0.001-0.003 with one thread). :func:`maelab.experiments.pretrain_and_evaluate` uses one thread, as its stored
+    results were computed.
   - ``"sgd"``: the official MAE probe head, ``BatchNorm1d(D, affine=False, eps=1e-6)`` + ``Linear(D, K)``
     (weight ~ truncated normal, std 0.01, bias 0), trained on the frozen features with cross-entropy, SGD with
     momentum 0.9 (plain SGD instead of the official LARS, which matters for the huge batches of ImageNet but
@@ -29,6 +36,7 @@ Accuracies are fractions in [0, 1].
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -242,7 +250,7 @@ def linear_probe(train_features, train_labels, test_features=None, test_labels=N
                  C: float | None = None, Cs=DEFAULT_CS, val_fraction: float = 0.2, max_iter: int = 1000,
                  epochs: int = 30, batch_size: int = 256, lr: float = 0.1, weight_decay: float = 0.0,
                  warmup_epochs: float | None = None, num_classes: int | None = None, seed: int = 0,
-                 device: str = "cpu", progress: bool | None = None) -> ProbeResult:
+                 device: str = "cpu", progress: bool | None = None, blas_threads: int | None = None) -> ProbeResult:
     """Linear classifier on frozen features; see the module docstring for the two methods.
 
     Args:
@@ -256,8 +264,13 @@ def linear_probe(train_features, train_labels, test_features=None, test_labels=N
         num_classes: defaults to 1 + the largest label seen.
         seed: seeds the validation split (logreg) or the head initialisation and shuffling (sgd).
         device: where the sgd head trains (logreg always runs on the CPU).
+        blas_threads: logreg only: BLAS threads during the fits and predictions (``threadpoolctl``, restored
+            afterwards; 1 avoids oversubscription on a busy machine but may change the last bits, see the module
+            docstring); None leaves the thread pool alone. Ignored by sgd (torch).
     """
     one_of("method", method, ("auto", "logreg", "sgd"))
+    if blas_threads is not None:
+        positive_int("blas_threads", blas_threads)
     xtr, ytr = _features_labels("train_features", "train_labels", train_features, train_labels)
     has_test = test_features is not None or test_labels is not None
     if has_test:
@@ -273,6 +286,29 @@ def linear_probe(train_features, train_labels, test_features=None, test_labels=N
     if method == "auto":
         method = "logreg" if xtr.shape[0] <= LOGREG_MAX_TRAIN else "sgd"
     result = ProbeResult(method=method, train_acc=float("nan"), test_acc=None, num_classes=num_classes)
+    limit = _blas_limit(blas_threads) if method == "logreg" else contextlib.nullcontext()
+    with limit:
+        _fit_probe(result, xtr, ytr, xte if has_test else None, yte if has_test else None, C=C, Cs=Cs,
+                   val_fraction=val_fraction, max_iter=max_iter, epochs=epochs, batch_size=batch_size, lr=lr,
+                   weight_decay=weight_decay, warmup_epochs=warmup_epochs, seed=seed, device=device,
+                   progress=progress)
+    return result
+
+
+def _blas_limit(blas_threads: int | None):
+    """``threadpool_limits(limits=blas_threads, user_api="blas")`` (the previous limits come back on exit), or a
+    no-op for None."""
+    if blas_threads is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=blas_threads, user_api="blas")
+
+
+def _fit_probe(result: ProbeResult, xtr, ytr, xte, yte, *, C, Cs, val_fraction, max_iter, epochs, batch_size, lr,
+               weight_decay, warmup_epochs, seed, device, progress) -> None:
+    """Fit ``result.method``'s classifier and fill ``result`` (classifier, C, val_acc or history, accuracies)."""
+    method, num_classes = result.method, result.num_classes
     if method == "logreg":
         if C is not None:
             C = in_range("C", C, 0.0, None, low_open=True)
@@ -301,9 +337,8 @@ def linear_probe(train_features, train_labels, test_features=None, test_labels=N
                                           seed=seed, device=device, progress=progress)
         result.classifier = head
     result.train_acc = float((result.predict(xtr) == ytr).float().mean())
-    if has_test:
+    if xte is not None:
         result.test_acc = float((result.predict(xte) == yte).float().mean())
-    return result
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ the config to hash: every field that changes the result is in the spec.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -50,7 +51,7 @@ class PretrainSpec:
     mask_ratio: float | None = None   # None: the model's default
     seed: int = 0
     pool: str = "cls"
-    rank_every: int = 0               # > 0: effective rank of test features every k epochs (and at epoch 0)
+    rank_every: int = 0               # > 0: effective rank of test features every k epochs (and at 0 and the last)
     finetune_epochs: int = 0          # 0: no fine-tuning
     finetune_blr: float = 1e-3
     keep_features: bool = False       # return the test features (e.g. for t-SNE)
@@ -110,6 +111,24 @@ def reconstruction_loss(model, images: torch.Tensor, mask_ratio: float | None, s
     return total / max(n, 1)
 
 
+def rank_epochs(spec: PretrainSpec) -> tuple[int, ...]:
+    """Completed epochs at which ``pretrain_and_evaluate`` measures the effective rank: 0, every ``rank_every``
+    epochs and the last epoch (empty when ``rank_every == 0``)."""
+    if not spec.rank_every:
+        return ()
+    return tuple(e for e in range(spec.epochs + 1) if e % spec.rank_every == 0 or e == spec.epochs)
+
+
+def training_spec(spec: PretrainSpec) -> PretrainSpec:
+    """The spec :func:`pretrain_and_evaluate` pre-trains: ``spec`` itself, or with ``rank_every > 0`` the spec whose
+    ``snapshot_epochs`` also hold :func:`rank_epochs` (the weights the ranks are computed from are then stored in
+    the checkpoint, so they survive a resume; this changes ``key``, i.e. the checkpoint folder, but no number)."""
+    epochs = rank_epochs(spec)
+    if not epochs or set(epochs) <= set(spec.snapshot_epochs):
+        return spec
+    return dataclasses.replace(spec, snapshot_epochs=tuple(sorted(set(spec.snapshot_epochs) | set(epochs))))
+
+
 def pretrain(spec: PretrainSpec, *, device: str = "auto", progress: bool | None = None, train_data=None,
              test_data=None, callbacks=()):
     """Pre-train the model of ``spec`` (resuming from the cache); returns (model, TrainResult, train, test)."""
@@ -127,31 +146,43 @@ def pretrain(spec: PretrainSpec, *, device: str = "auto", progress: bool | None 
     return res.model, res, tr, te
 
 
-def pretrain_and_evaluate(spec: PretrainSpec, *, device: str = "auto", progress: bool | None = None) -> dict[str, Any]:
+def pretrain_and_evaluate(spec: PretrainSpec, *, device: str = "auto", progress: bool | None = None,
+                          blas_threads: int | None = 1) -> dict[str, Any]:
     """Pre-train (see :func:`pretrain`) and evaluate; returns a store-ready dict.
 
     Keys: ``history`` (per-epoch dicts from the trainer), ``linear_acc``, ``linear_train_acc``, ``knn_acc``,
     ``effective_rank``, ``singular_values`` (array), ``rec_loss`` (test), ``rank_by_epoch`` (list of
-    [epoch, effective rank] when ``rank_every``), ``finetune_acc`` (or None), ``train_seconds``, and
-    ``test_features``/``test_labels`` arrays when ``keep_features``.
+    [epoch, effective rank] at :func:`rank_epochs` when ``rank_every``), ``finetune_acc`` (or None),
+    ``train_seconds``, and ``test_features``/``test_labels`` arrays when ``keep_features``.
+
+    With ``rank_every > 0`` the model is pre-trained as :func:`training_spec` (weight snapshots at the rank epochs
+    kept in the checkpoint) and the ranks are computed from those snapshots after training, so a resumed (cached)
+    run returns the same ``rank_by_epoch`` as a fresh one.
+
+    ``blas_threads``: BLAS threads of the logistic-regression probe (:func:`maelab.evaluate.linear_probe`; None: no
+    limit). One thread is fast on a busy machine and is how every stored result of this pipeline was computed
+    (the notebooks ran it under ``threadpool_limits(1, user_api="blas")``); other values can change the last bits.
     """
+    if blas_threads is not None:
+        positive_int("blas_threads", blas_threads)
     dev = resolve_device(device)
     tr, te = load_data(spec, dev, progress)
     if tr.labels is None:
         raise ParameterError("dataset", "a labelled dataset for evaluation (mnist10k, shapes, cifar10, imagefolder)",
                              spec.dataset)
+    model, res, tr, te = pretrain(training_spec(spec), device=str(dev), progress=progress, train_data=tr,
+                                  test_data=te)
     ranks: list[list[float]] = []
-
-    def track_rank(epoch: int, model) -> None:
-        if spec.rank_every and (epoch % spec.rank_every == 0 or epoch == spec.epochs):
-            f = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False)
-            ranks.append([epoch, metrics.effective_rank(f)])
-
-    model, res, tr, te = pretrain(spec, device=str(dev), progress=progress, train_data=tr, test_data=te,
-                                  callbacks=(track_rank,) if spec.rank_every else ())
+    if spec.rank_every:
+        snap = copy.deepcopy(model)  # not build_model: that re-seeds the global (CUDA) generator
+        for e in rank_epochs(spec):
+            snap.load_state_dict(res.snapshots[e])
+            f = evaluate.extract_features(snap, te.images, pool=spec.pool, progress=False)
+            ranks.append([e, metrics.effective_rank(f)])
     ftr = evaluate.extract_features(model, tr.images, pool=spec.pool, progress=False)
     fte = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False)
-    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed)
+    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed,
+                               blas_threads=blas_threads)
     out: dict[str, Any] = {
         "history": res.history,
         "linear_acc": float(lp.test_acc),

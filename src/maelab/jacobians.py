@@ -70,7 +70,11 @@ __all__ = [
 def single_thread_blas():
     """Context manager limiting BLAS/OpenMP to one thread (threadpoolctl), or a no-op if it is missing.
 
-    Small (d <= ~1000) eigendecompositions are *much* slower with several BLAS threads on a busy machine."""
+    Small (d <= ~1000) eigendecompositions are *much* slower with several BLAS threads on a busy machine. This is
+    not the linear probe's limit (that one lives in :func:`maelab.evaluate.linear_probe`): it guards this module's
+    own numpy linear algebra, the closed forms of :func:`linear_weights` (``linear_mae.closed_form``: eigh) and
+    :func:`dae_closed_form` (solve, eigh), whose stored results were computed under it (the thread count can change
+    the last bits)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover

@@ -67,8 +67,13 @@ NOTEBOOKS: dict[str, dict[str, dict[str, Any]]] = {
     # MAE vs U-MAE paired by seed on each dataset (+ cifar10 when data_root is given); "lam" = U-MAE's lambda;
     # investigation (investigate_dataset, no fine-tuning): lambda x lam_factor and the uniformity term on the
     # mean of the visible tokens. blr: peak lr = blr * batch / 256. rank_epochs: effective rank tracked (Fig. 1c).
-    # cpu: ~8 min on 2 idle cores (estimated from micro MAE at ~1,500 img/s); gpu: ViT-Tiny (192-d, 12 layers,
-    # 4-layer 192-d decoder) with patch 4 instead of the paper's 2, sized by scaling CPU cost (not run here).
+    # n_train and epochs may be {dataset: value} (a notebook parameter `epochs=` overrides every dataset).
+    # cpu: blr 1e-2 and the per-dataset lengths come from a pilot of plain MAE (seed 0): at blr 2e-3 / 12 epochs on
+    # 2,000 images the micro encoder's [CLS] probe stayed at the random-init level and 2-epoch fine-tuning at chance;
+    # mnist10k needs ~200k training images seen before its probe leaves the random-init level, shapes ~100k.
+    # Estimated ~28 min on 2 idle cores (micro MAE ~1,800 img/s, fine-tuning ~1,250 img/s).
+    # gpu: ViT-Tiny (192-d, 12 layers, 4-layer 192-d decoder) with patch 4 instead of the paper's 2, sized by
+    # scaling CPU cost (never run: no session has had a GPU yet).
     "zhang_umae": {
         "smoke": {"datasets": ["shapes", "mnist10k"], "data_root": None, "size": "micro", "model_overrides": {},
                   "n_train": 128, "n_test": 64, "epochs": 2, "batch_size": 64, "blr": 2e-3, "warmup_epochs": 1,
@@ -76,9 +81,11 @@ NOTEBOOKS: dict[str, dict[str, dict[str, Any]]] = {
                   "rank_epochs": [0, 1, 2], "investigate_dataset": "shapes", "lam_factor": 10,
                   "tsne_n": 64, "tsne_iter": 250, "probe_cs": [0.1]},
         "cpu": {"datasets": ["shapes", "mnist10k"], "data_root": None, "size": "micro", "model_overrides": {},
-                "n_train": 2000, "n_test": 1000, "epochs": 12, "batch_size": 128, "blr": 2e-3, "warmup_epochs": 2,
-                "seeds": [0, 1, 2], "lam": 0.01, "mask_ratio": 0.75, "finetune_epochs": 2, "finetune_blr": 1e-3,
-                "rank_epochs": [0, 3, 6, 9, 12], "investigate_dataset": "shapes", "lam_factor": 10,
+                "n_train": {"shapes": 4000, "mnist10k": 5000, "cifar10": 5000}, "n_test": 1000,
+                "epochs": {"shapes": 25, "mnist10k": 40, "cifar10": 40}, "batch_size": 128, "blr": 1e-2,
+                "warmup_epochs": 2, "seeds": [0, 1, 2], "lam": 0.01, "mask_ratio": 0.75, "finetune_epochs": 6,
+                "finetune_blr": 1e-2, "rank_epochs": [0, 5, 10, 15, 20, 25, 30, 35, 40],
+                "investigate_dataset": "shapes", "lam_factor": 10,
                 "tsne_n": 500, "tsne_iter": 750, "probe_cs": [0.01, 0.1, 1.0]},
         "gpu": {"datasets": ["shapes", "mnist10k"], "data_root": None, "size": "vit_tiny",
                 "model_overrides": {"patch_size": 4}, "n_train": 8000, "n_test": 2000, "epochs": 40,

@@ -12,8 +12,8 @@ not measure:
 * :func:`snapshot_probe_accuracy` -- linear-probe accuracy (the same logistic-regression probe as
   ``pretrain_and_evaluate``) of the weights saved at ``spec.snapshot_epochs`` (Fig. 18: probe accuracy against
   pre-training epoch).
-* :func:`evaluate_specs` -- ``pretrain_and_evaluate`` for many specs with the probe's BLAS limited to one thread
-  (much faster on a shared machine; see its docstring).
+* :func:`evaluate_specs` -- ``pretrain_and_evaluate`` for many specs (the probe's BLAS limited to one thread,
+  much faster on a shared machine; see :func:`maelab.evaluate.linear_probe`).
 * :func:`layer_features` and :func:`cka_matrix` -- per-block encoder representations of unmasked images and the
   matrix of linear CKA (:func:`maelab.metrics.linear_cka`) between the blocks of two encoders (Fig. 19).
 """
@@ -124,16 +124,14 @@ def snapshot_probe_accuracy(spec: experiments.PretrainSpec, *, device: str = "au
     model, res, tr, te = experiments.pretrain(spec, device=str(dev), progress=progress)
     if tr.labels is None:
         raise ParameterError("dataset", "a labelled dataset", spec.dataset)
-    from threadpoolctl import threadpool_limits
-
     epochs, accs = [], []
     probe_model = experiments.build_model(spec).to(dev)
     for e in sorted(res.snapshots):
         probe_model.load_state_dict(res.snapshots[e])
         ftr = evaluate.extract_features(probe_model, tr.images, pool=spec.pool, progress=False)
         fte = evaluate.extract_features(probe_model, te.images, pool=spec.pool, progress=False)
-        with threadpool_limits(limits=1, user_api="blas"):  # see evaluate_specs
-            lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed)
+        lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed,
+                                   blas_threads=1)  # as pretrain_and_evaluate
         epochs.append(int(e))
         accs.append(float(lp.test_acc))
     return {"epochs": epochs, "linear_acc": accs}
@@ -141,25 +139,15 @@ def snapshot_probe_accuracy(spec: experiments.PretrainSpec, *, device: str = "au
 
 def evaluate_specs(specs: Sequence[experiments.PretrainSpec], *, device: str = "auto",
                    progress: bool | None = None, blas_threads: int | None = 1) -> list[dict]:
-    """:func:`maelab.experiments.pretrain_and_evaluate` for each spec, pre-training first outside and evaluating
-    with the BLAS thread pool limited to ``blas_threads`` (``threadpoolctl``; None: no limit).
+    """:func:`maelab.experiments.pretrain_and_evaluate` for each spec, its logistic-regression probe with the BLAS
+    thread pool limited to ``blas_threads`` (``threadpoolctl``; None: no limit).
 
-    Why: the logistic-regression probe runs in scikit-learn/scipy on OpenBLAS, whose spinning worker threads make
-    L-BFGS 10-30x slower on a machine shared by several processes (measured on this project's 2-core machine); one
-    BLAS thread gives the same optimiser, only without the contention. Pre-training runs before the limit, with
-    torch's own thread settings, and is cached, so ``pretrain_and_evaluate`` resumes it instantly.
+    Why: the probe runs in scikit-learn/scipy on OpenBLAS, whose spinning worker threads make L-BFGS 10-30x slower
+    on a machine shared by several processes (measured on this project's 2-core machine). The limit now lives in
+    :func:`maelab.evaluate.linear_probe` (``blas_threads``) and applies to the probe only; pre-training and the
+    other metrics run in torch, which ``threadpoolctl``'s BLAS limit does not reach.
     """
-    from threadpoolctl import threadpool_limits
-
     if blas_threads is not None:
         positive_int("blas_threads", blas_threads)
-    out = []
-    for spec in specs:
-        experiments.pretrain(spec, device=device, progress=progress)
-        # the second call only resumes the finished run (and fine-tunes, if asked): no progress bar for the resume
-        if blas_threads is None:
-            out.append(experiments.pretrain_and_evaluate(spec, device=device, progress=False))
-        else:
-            with threadpool_limits(limits=blas_threads, user_api="blas"):
-                out.append(experiments.pretrain_and_evaluate(spec, device=device, progress=False))
-    return out
+    return [experiments.pretrain_and_evaluate(spec, device=device, progress=progress, blas_threads=blas_threads)
+            for spec in specs]

@@ -696,6 +696,51 @@ def _loss_terms(out: dict) -> torch.Tensor:
     return torch.stack([loss.reshape(()), rec.reshape(()), unif.reshape(())])
 
 
+def _optimizer_step(*, rt: _Runtime, cfg, opt: torch.optim.Optimizer, scaler, params_of: nn.Module,
+                    peak: float, epoch: int, it: int, iters: int, images: torch.Tensor, perm: torch.Tensor,
+                    aug_gen: torch.Generator, forward: Callable[[torch.Tensor], Any],
+                    loss_terms: Callable[[Any, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+                    ) -> tuple[float, torch.Tensor, Any, list[float]]:
+    """One optimiser step of :func:`train` and :func:`fine_tune` (iteration ``it`` of ``epoch``).
+
+    In this order: set the scheduled lr (:func:`lr_at` at ``epoch + it / iters``, times each group's ``lr_scale``);
+    take this rank's slice of the global batch from ``perm`` (optionally augmented with ``aug_gen``);
+    ``out = forward(x)`` under autocast; ``loss, terms = loss_terms(out, idx)`` outside it; average ``terms`` over
+    ranks (the first entry is the loss) and raise :class:`NonFiniteLossError` before any update if it is not
+    finite; zero the gradients, backward (through ``scaler`` when given), clip the gradient norm of
+    ``params_of.parameters()`` to ``cfg.clip_grad`` (if set) and step. Returns ``(lr, idx, out, values)`` with
+    ``values`` the rank-averaged ``terms`` as floats.
+    """
+    lr = lr_at(epoch + it / iters, lr=peak, min_lr=cfg.min_lr, warmup_epochs=cfg.warmup_epochs, epochs=cfg.epochs)
+    for g in opt.param_groups:
+        g["lr"] = lr * g.get("lr_scale", 1.0)
+    bsz = cfg.batch_size
+    s = it * bsz * rt.world + rt.rank * bsz
+    idx = perm[s:s + bsz]
+    x = images[idx]
+    if cfg.augment:
+        x = random_resized_crop_flip(x, aug_gen, scale=cfg.crop_scale, ratio=cfg.crop_ratio, hflip=cfg.hflip)
+    with rt.autocast():
+        out = forward(x)
+    loss, terms = loss_terms(out, idx)
+    values = (rt.all_reduce_sum(terms) / rt.world).tolist()
+    _check_loss(values, epoch=epoch, epochs=cfg.epochs, it=it, iters=iters, lr=lr)
+    opt.zero_grad(set_to_none=True)
+    if scaler is not None:
+        scaler.scale(loss).backward()
+        if cfg.clip_grad is not None:
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(params_of.parameters(), cfg.clip_grad)
+        scaler.step(opt)
+        scaler.update()
+    else:
+        loss.backward()
+        if cfg.clip_grad is not None:
+            torch.nn.utils.clip_grad_norm_(params_of.parameters(), cfg.clip_grad)
+        opt.step()
+    return lr, idx, out, values
+
+
 def train(model: nn.Module, data, config: TrainConfig | None = None, *, eval_data=None,
           checkpoint_dir: str | os.PathLike | None = None, resume: bool = True, device: str = "auto",
           progress: bool | None = None, callbacks: Sequence[Callable[[int, nn.Module], Any]] = ()) -> TrainResult:
@@ -844,6 +889,13 @@ def train(model: nn.Module, data, config: TrainConfig | None = None, *, eval_dat
 
     net = rt.wrap(base, cfg.find_unused_parameters)
     hnet = rt.wrap(head) if head is not None else None
+
+    def forward_pretrain(x: torch.Tensor) -> dict:
+        return _call_model(net, x, cfg.mask_ratio, mask_gen)
+
+    def pretrain_terms(out: dict, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return out["loss"], _loss_terms(out)
+
     total = cfg.epochs * iters
     bar = pbar(total=total, initial=min(start_epoch * iters + start_iter, total), desc="train", unit="step",
                progress=progress if rt.rank == 0 else False)
@@ -855,35 +907,10 @@ def train(model: nn.Module, data, config: TrainConfig | None = None, *, eval_dat
                 probe_counts = torch.zeros(2, dtype=torch.float64, device=rt.device)
             t0 = time.perf_counter()
             for it in range(start_iter, iters):
-                lr = lr_at(epoch + it / iters, lr=peak, min_lr=cfg.min_lr, warmup_epochs=cfg.warmup_epochs,
-                           epochs=cfg.epochs)
-                for g in opt.param_groups:
-                    g["lr"] = lr * g.get("lr_scale", 1.0)
-                s = it * gb + rt.rank * bsz
-                idx = perm[s:s + bsz]
-                x = images[idx]
-                if cfg.augment:
-                    x = random_resized_crop_flip(x, aug_gen, scale=cfg.crop_scale, ratio=cfg.crop_ratio,
-                                                 hflip=cfg.hflip)
-                with rt.autocast():
-                    out = _call_model(net, x, cfg.mask_ratio, mask_gen)
-                terms = rt.all_reduce_sum(_loss_terms(out))
-                values = (terms / rt.world).tolist()
-                _check_loss(values, epoch=epoch, epochs=cfg.epochs, it=it, iters=iters, lr=lr)
-                opt.zero_grad(set_to_none=True)
-                loss = out["loss"]
-                if scaler is not None:
-                    scaler.scale(loss).backward()
-                    if cfg.clip_grad is not None:
-                        scaler.unscale_(opt)
-                        torch.nn.utils.clip_grad_norm_(base.parameters(), cfg.clip_grad)
-                    scaler.step(opt)
-                    scaler.update()
-                else:
-                    loss.backward()
-                    if cfg.clip_grad is not None:
-                        torch.nn.utils.clip_grad_norm_(base.parameters(), cfg.clip_grad)
-                    opt.step()
+                lr, idx, out, values = _optimizer_step(
+                    rt=rt, cfg=cfg, opt=opt, scaler=scaler, params_of=base, peak=peak, epoch=epoch, it=it,
+                    iters=iters, images=images, perm=perm, aug_gen=aug_gen, forward=forward_pretrain,
+                    loss_terms=pretrain_terms)
                 if hnet is not None:
                     for g in popt.param_groups:
                         g["lr"] = probe_peak * (lr / peak)
@@ -1007,6 +1034,11 @@ def fine_tune(model: nn.Module, train_data, test_data, config: FineTuneConfig | 
     scaler = torch.amp.GradScaler("cuda") if rt.amp_dtype == torch.float16 else None
     aug_gen = torch.Generator().manual_seed(_derive_seed(cfg.seed, _AUG, rt.rank))
     net = rt.wrap(clf, find_unused=True)
+
+    def finetune_terms(logits: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        loss = F.cross_entropy(logits.float(), labels[idx], label_smoothing=cfg.label_smoothing)
+        return loss, loss.detach().double().reshape(1)
+
     history: list[dict] = []
     test_acc = float("nan")
     bar = pbar(total=cfg.epochs * iters, desc="fine-tune", unit="step", progress=progress if rt.rank == 0 else False)
@@ -1017,35 +1049,10 @@ def fine_tune(model: nn.Module, train_data, test_data, config: FineTuneConfig | 
             lr_sum = 0.0
             t0 = time.perf_counter()
             for it in range(iters):
-                lr = lr_at(epoch + it / iters, lr=peak, min_lr=cfg.min_lr, warmup_epochs=cfg.warmup_epochs,
-                           epochs=cfg.epochs)
-                for grp in opt.param_groups:
-                    grp["lr"] = lr * grp.get("lr_scale", 1.0)
-                s = it * gb + rt.rank * bsz
-                idx = perm[s:s + bsz]
-                x, y = images[idx], labels[idx]
-                if cfg.augment:
-                    x = random_resized_crop_flip(x, aug_gen, scale=cfg.crop_scale, ratio=cfg.crop_ratio,
-                                                 hflip=cfg.hflip)
-                with rt.autocast():
-                    logits = net(x)
-                loss = F.cross_entropy(logits.float(), y, label_smoothing=cfg.label_smoothing)
-                terms = rt.all_reduce_sum(loss.detach().double().reshape(1)) / rt.world
-                lv = float(terms[0])
-                _check_loss([lv], epoch=epoch, epochs=cfg.epochs, it=it, iters=iters, lr=lr)
-                opt.zero_grad(set_to_none=True)
-                if scaler is not None:
-                    scaler.scale(loss).backward()
-                    if cfg.clip_grad is not None:
-                        scaler.unscale_(opt)
-                        torch.nn.utils.clip_grad_norm_(clf.parameters(), cfg.clip_grad)
-                    scaler.step(opt)
-                    scaler.update()
-                else:
-                    loss.backward()
-                    if cfg.clip_grad is not None:
-                        torch.nn.utils.clip_grad_norm_(clf.parameters(), cfg.clip_grad)
-                    opt.step()
+                lr, idx, logits, (lv,) = _optimizer_step(
+                    rt=rt, cfg=cfg, opt=opt, scaler=scaler, params_of=clf, peak=peak, epoch=epoch, it=it,
+                    iters=iters, images=images, perm=perm, aug_gen=aug_gen, forward=net, loss_terms=finetune_terms)
+                y = labels[idx]
                 sums += torch.stack([torch.tensor(lv * y.shape[0], dtype=torch.float64, device=rt.device),
                                      (logits.detach().argmax(1) == y).sum().double(),
                                      torch.tensor(float(y.shape[0]), dtype=torch.float64, device=rt.device)])

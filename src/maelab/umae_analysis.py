@@ -54,7 +54,7 @@ def _pool_metrics(model, tr, te, seed: int, probe_cs=None) -> tuple[dict, dict, 
     for pool in POOLS:
         sfx = "" if pool == "cls" else "_mean"
         ftr, fte = _features(model, tr.images, pool), _features(model, te.images, pool)
-        lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=seed, **kw)
+        lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=seed, blas_threads=1, **kw)
         row["linear_acc" + sfx] = float(lp.test_acc)
         row["knn_acc" + sfx] = float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels))
         row["effective_rank" + sfx] = float(metrics.effective_rank(fte))
@@ -213,6 +213,32 @@ def summary(runs, metrics_: Sequence[str] = ("linear_acc", "knn_acc", "finetune_
     return pd.DataFrame(out)
 
 
+def finetune_unmet(runs, variants: Sequence[str] = ("mae", "umae")) -> str:
+    """The precondition of a fine-tuning comparison: fine-tuning must have *learned*, i.e. for every variant the
+    mean fine-tuned test accuracy exceeds the mean linear-probe accuracy of the same frozen encoder ([CLS]).
+
+    Two runs that both stay at chance agree "within tolerance" for a trivial reason; such a tie must not count as
+    support for "fine-tuning is unchanged". Returns "" when the precondition holds, else a one-line reason (for
+    :class:`maelab.claims.Evidence` ``unmet``).
+    """
+    for col in ("variant", "finetune_acc", "linear_acc"):
+        if col not in runs.columns:
+            raise ParameterError("runs", f"a table with a {col!r} column", list(runs.columns))
+    failed = []
+    for v in variants:
+        sub = runs[runs.variant == v]
+        ft = sub.finetune_acc.astype(float).dropna()
+        if sub.empty or ft.empty:
+            raise ParameterError("variants", f"variants fine-tuned in runs {sorted(set(runs.variant))}", v)
+        lin = float(sub.linear_acc.astype(float).mean())
+        if not float(ft.mean()) > lin:
+            failed.append(f"{v} {100 * float(ft.mean()):.1f} % <= probe {100 * lin:.1f} %")
+    if not failed:
+        return ""
+    return "fine-tuning did not learn (mean fine-tuned accuracy not above the frozen linear probe: " + \
+        "; ".join(failed) + ")"
+
+
 def per_seed_curve_gap(curves, column: str = "eval_online_acc", a: str = "umae", b: str = "mae") -> list[float]:
     """Per seed, the mean over the evaluated epochs of ``column(a) - column(b)`` (epochs where both were
     evaluated); seeds in increasing order."""
@@ -229,5 +255,5 @@ def per_seed_curve_gap(curves, column: str = "eval_online_acc", a: str = "umae",
     return [float(d[s]) for s in sorted(d.index)]
 
 
-__all__ = ["METRICS", "POOLS", "compare", "evaluate_run", "paired", "per_seed_curve_gap", "random_init_run",
+__all__ = ["METRICS", "POOLS", "compare", "evaluate_run", "finetune_unmet", "paired", "per_seed_curve_gap", "random_init_run",
            "summary"]
