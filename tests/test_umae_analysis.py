@@ -80,6 +80,19 @@ def test_paired_summary_and_curve_gap_by_hand():
     assert U.per_seed_curve_gap(curves) == pytest.approx([((0.2 - 0.1) + (0.6 - 0.3)) / 2])
 
 
+def test_finetune_precondition():
+    def runs(ft_mae, ft_umae):
+        return pd.DataFrame({"variant": ["mae", "mae", "umae", "umae", "random"], "seed": [0, 1, 0, 1, 0],
+                             "linear_acc": [0.5, 0.75, 0.5, 0.75, 0.5],  # mean 0.625, exact in binary
+                             "finetune_acc": [ft_mae, ft_mae, ft_umae, ft_umae, None]})
+    assert U.finetune_unmet(runs(0.9, 0.91)) == ""
+    why = U.finetune_unmet(runs(0.1, 0.9))  # MAE's fine-tuning stuck at chance: below its own linear probe
+    assert why.startswith("fine-tuning did not learn") and "mae 10.0 % <= probe 62.5 %" in why and "umae" not in why
+    assert "umae" in U.finetune_unmet(runs(0.9, 0.625))  # equal to the probe is not "learned" either
+    with pytest.raises(ParameterError, match="^variants"):
+        U.finetune_unmet(runs(0.9, 0.9), ("mae", "random"))  # random init is never fine-tuned
+
+
 @pytest.mark.parametrize("call, name", [
     (lambda: U.paired(pd.DataFrame({"variant": ["mae"], "seed": [0], "x": [1.0]}), "x"), "runs"),
     (lambda: U.paired(pd.DataFrame({"variant": ["mae"]}), "x"), "runs"),
