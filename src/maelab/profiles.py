@@ -71,7 +71,8 @@ NOTEBOOKS: dict[str, dict[str, dict[str, Any]]] = {
     # cpu: blr 1e-2 and the per-dataset lengths come from a pilot of plain MAE (seed 0): at blr 2e-3 / 12 epochs on
     # 2,000 images the micro encoder's [CLS] probe stayed at the random-init level and 2-epoch fine-tuning at chance;
     # mnist10k needs ~200k training images seen before its probe leaves the random-init level, shapes ~100k.
-    # Estimated ~28 min on 2 idle cores (micro MAE ~1,800 img/s, fine-tuning ~1,250 img/s).
+    # Measured: 34 min on 2 cores with a small second job for the first minutes (estimate idle: ~29 min; micro MAE
+    # ~1,800 img/s, fine-tuning ~1,250 img/s).
     # gpu: ViT-Tiny (192-d, 12 layers, 4-layer 192-d decoder) with patch 4 instead of the paper's 2, sized by
     # scaling CPU cost (never run: no session has had a GPU yet).
     "zhang_umae": {
