@@ -58,7 +58,9 @@ class Evidence:
         return 0.0 if s is None else s / math.sqrt(self.n)
 
     def to_dict(self) -> dict:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()}
+        """JSON-ready fields; an empty ``unmet`` is left out, so records stored before it existed stay unchanged."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()
+                if not (k == "unmet" and not v)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Evidence":
