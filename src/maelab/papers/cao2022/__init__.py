@@ -1,1 +1,4 @@
-"""Cao, Xu & Clifton (ICLR 2022), How to Understand Masked Autoencoders: analyses, notebook settings and claim rows."""
+"""Cao, Xu & Clifton (ICLR 2022), How to Understand Masked Autoencoders.
+
+Analyses, notebook settings and claim rows of this paper.
+"""

@@ -1,1 +1,4 @@
-"""Kong et al. (ICLR 2024), Understanding MAE via Hierarchical Latent Variable Models: analyses, notebook settings and claim rows."""
+"""Kong et al. (ICLR 2024), Understanding MAE via Hierarchical Latent Variable Models.
+
+Analyses, notebook settings and claim rows of this paper.
+"""
