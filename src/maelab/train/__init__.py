@@ -30,15 +30,16 @@ What it does, following the official MAE recipe (facebookresearch/mae ``main_pre
   and it is initialised inside ``torch.random.fork_rng``, so switching the probe on or off leaves the model's
   trajectory bit-for-bit unchanged. Test accuracy is the head applied to ``model.forward_features`` (unmasked
   image) in eval mode.
-* **Checkpoints** (``checkpoint_dir/last.pt``): model, optimiser, grad scaler, probe head and its optimiser, the
-  RNG states of every rank (torch CPU and CUDA, python, numpy, mask and augmentation generators), epoch, iteration,
-  history, partial-epoch accumulators and snapshots (:mod:`maelab.train.checkpoint`). Written by rank 0 through :func:`maelab._util.atomic_path`
-  (temp file, fsync, rename: never half-written under the final name), loaded with ``torch.load(weights_only=True)``
-  (everything is stored as tensors or plain python types); an empty, truncated, corrupt or unsafe file raises
-  :class:`CheckpointError`, one line naming the file and what to do. Resume is **exact**: on CPU a run killed (between or inside epochs, with
-  ``checkpoint_every_iters``) and resumed in a fresh process ends with bit-identical weights and history (apart from
-  timings) to an uninterrupted run. Resuming checks that the stored configuration and a fingerprint of the data
-  agree with the current ones; a finished run resumes instantly (the book's cache).
+* **Checkpoints** (``checkpoint_dir/last.pt``, :mod:`maelab.train.checkpoint`): model, optimiser, grad scaler, probe
+  head and its optimiser, the RNG states of every rank (torch CPU and CUDA, python, numpy, mask and augmentation
+  generators), epoch, iteration, history, partial-epoch accumulators and snapshots. Written by rank 0 through
+  :func:`maelab._util.atomic_path` (temp file, fsync, rename: never half-written under the final name), loaded with
+  ``torch.load(weights_only=True)`` (everything is stored as tensors or plain python types; no code in the file can
+  run); an empty, truncated, corrupt or unsafe file raises :class:`CheckpointError`, one line naming the file and
+  what to do. Resume is **exact**: on CPU a run killed (between or inside epochs, with ``checkpoint_every_iters``)
+  and resumed in a fresh process ends with bit-identical weights and history (apart from timings) to an
+  uninterrupted run. Resuming checks that the stored configuration and a fingerprint of the data agree with the
+  current ones; a finished run resumes instantly (the book's cache).
 * **Distributed.** When ``torch.distributed`` is initialised (e.g. by ``torchrun``; ``python -m maelab.train``
   initialises it from the environment) the model and the probe head are wrapped in ``DistributedDataParallel``, each
   global batch of ``batch_size * world_size`` indices of the shared permutation is split into contiguous per-rank

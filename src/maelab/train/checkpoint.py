@@ -92,7 +92,7 @@ def _set_rng_state(st: dict, mask_gen: torch.Generator, aug_gen: torch.Generator
 def _unreadable(path: Path, err: Exception) -> CheckpointError:
     """The one-line error for a file ``torch.load(weights_only=True)`` refused (never torch's own advice)."""
     msg = str(err)
-    unsafe = re.search(r"Unsupported global: GLOBAL ([\w.]+)", msg)
+    unsafe = re.search(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) ([\w.]+)", msg)
     if unsafe:
         return CheckpointError(path, f"holds a python object ({unsafe.group(1)}), which safe loading "
                                      "(weights_only=True) never executes")

@@ -144,6 +144,8 @@ def train(model: nn.Module, data, config: TrainConfig | None = None, *, eval_dat
     Raises:
         ParameterError: bad config/data (e.g. ``batch_size * world_size`` > dataset size, labels missing while the
             probe is on, a checkpoint written with a different configuration or dataset).
+        CheckpointError: ``checkpoint_dir/last.pt`` is empty, truncated, corrupt, holds python objects, or was written
+            for another model (a :class:`~maelab.ParameterError`; delete the file or pass ``resume=False``).
         NonFiniteLossError: the loss became NaN/inf (raised before that step's update).
     """
     cfg = TrainConfig() if config is None else config
