@@ -44,6 +44,56 @@ class FineTuneResult:
     config: FineTuneConfig
 
 
+def _new_head(encoder: nn.Module, images: torch.Tensor, k: int, cfg: FineTuneConfig, rt: _Runtime) -> nn.Linear:
+    """A Linear head on the encoder's features: truncated-normal weights (std ``head_init_std``), zero bias."""
+    with torch.no_grad():
+        dim = encoder.forward_features(images[:2], pool=cfg.pool).shape[-1]
+    head = nn.Linear(dim, k)
+    g = torch.Generator().manual_seed(_derive_seed(cfg.seed, _HEAD))
+    nn.init.trunc_normal_(head.weight, std=cfg.head_init_std, generator=g)
+    nn.init.zeros_(head.bias)
+    return head.to(rt.device)
+
+
+def _finetune_epoch(epoch: int, *, cfg: FineTuneConfig, rt: _Runtime, clf: _Classifier, net: nn.Module,
+                    opt: torch.optim.Optimizer, scaler, peak: float, data: tuple[torch.Tensor, ...],
+                    aug_gen: torch.Generator, iters: int, bar) -> dict:
+    """One fine-tuning epoch, then the test accuracy when due; returns the epoch's history record."""
+    images, labels, test_images, test_labels = data
+
+    def finetune_terms(logits: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        loss = F.cross_entropy(logits.float(), labels[idx], label_smoothing=cfg.label_smoothing)
+        return loss, loss.detach().double().reshape(1)
+
+    perm = _epoch_permutation(cfg.seed, epoch, images.shape[0]).to(rt.device)
+    sums = torch.zeros(3, dtype=torch.float64, device=rt.device)  # loss*B, correct, count
+    lr_sum = 0.0
+    t0 = time.perf_counter()
+    for it in range(iters):
+        lr, idx, logits, (lv,) = _optimizer_step(
+            rt=rt, cfg=cfg, opt=opt, scaler=scaler, params_of=clf, peak=peak, epoch=epoch, it=it,
+            iters=iters, images=images, perm=perm, aug_gen=aug_gen, forward=net, loss_terms=finetune_terms)
+        y = labels[idx]
+        sums += torch.stack([torch.tensor(lv * y.shape[0], dtype=torch.float64, device=rt.device),
+                             (logits.detach().argmax(1) == y).sum().double(),
+                             torch.tensor(float(y.shape[0]), dtype=torch.float64, device=rt.device)])
+        lr_sum += lr
+        bar.update(1)
+    seconds = time.perf_counter() - t0
+    sums = rt.all_reduce_sum(sums).tolist()
+    done = epoch + 1
+    te = None
+    if done % cfg.eval_every == 0 or done == cfg.epochs:
+        clf.eval()
+        te = _accuracy(lambda z: clf.encoder.forward_features(z, pool=cfg.pool), clf.head, test_images,
+                       test_labels, cfg.eval_batch_size, rt)
+        clf.train()
+    gb = cfg.batch_size * rt.world
+    return {"epoch": done, "loss": sums[0] / sums[2], "train_acc": sums[1] / sums[2], "test_acc": te,
+            "lr": lr_sum / iters, "seconds": seconds,
+            "images_per_s": iters * gb / seconds if seconds > 0 else float("nan")}
+
+
 def fine_tune(model: nn.Module, train_data, test_data, config: FineTuneConfig | None = None, *,
               device: str = "auto", progress: bool | None = None, copy_model: bool = True) -> FineTuneResult:
     """Supervised end-to-end fine-tuning of ``model.forward_features`` + a new Linear head (cross-entropy).
@@ -61,66 +111,31 @@ def fine_tune(model: nn.Module, train_data, test_data, config: FineTuneConfig | 
     rt = _Runtime.create(device, cfg.amp)
     images, labels = _data_tensors(train_data, "train_data", rt.device, need_labels=True)
     test_images, test_labels = _data_tensors(test_data, "test_data", rt.device, need_labels=True)
-    n, bsz, gb = images.shape[0], cfg.batch_size, cfg.batch_size * rt.world
-    iters = n // gb
+    n = images.shape[0]
+    iters = n // (cfg.batch_size * rt.world)
     if iters == 0:
-        raise ParameterError("batch_size", f"at most {n // rt.world} (dataset size {n})", bsz)
+        raise ParameterError("batch_size", f"at most {n // rt.world} (dataset size {n})", cfg.batch_size)
     encoder = copy.deepcopy(model) if copy_model else model
     encoder.to(rt.device).train()
     seed_everything(_derive_seed(cfg.seed, _GLOBAL, rt.rank))
-    with torch.no_grad():
-        dim = encoder.forward_features(images[:2], pool=cfg.pool).shape[-1]
     k = max(_num_classes(train_data, labels), _num_classes(test_data, test_labels))
-    head = nn.Linear(dim, k)
-    g = torch.Generator().manual_seed(_derive_seed(cfg.seed, _HEAD))
-    nn.init.trunc_normal_(head.weight, std=cfg.head_init_std, generator=g)
-    nn.init.zeros_(head.bias)
-    clf = _Classifier(encoder, head.to(rt.device), cfg.pool)
+    clf = _Classifier(encoder, _new_head(encoder, images, k, cfg, rt), cfg.pool)
     peak = cfg.peak_lr(rt.world)
     opt = torch.optim.AdamW(param_groups(clf, cfg.weight_decay, layer_decay=cfg.layer_decay), lr=peak,
                             betas=cfg.betas)
     scaler = torch.amp.GradScaler("cuda") if rt.amp_dtype == torch.float16 else None
     aug_gen = torch.Generator().manual_seed(_derive_seed(cfg.seed, _AUG, rt.rank))
     net = rt.wrap(clf, find_unused=True)
-
-    def finetune_terms(logits: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        loss = F.cross_entropy(logits.float(), labels[idx], label_smoothing=cfg.label_smoothing)
-        return loss, loss.detach().double().reshape(1)
-
     history: list[dict] = []
-    test_acc = float("nan")
     bar = pbar(total=cfg.epochs * iters, desc="fine-tune", unit="step", progress=progress if rt.rank == 0 else False)
     try:
         for epoch in range(cfg.epochs):
-            perm = _epoch_permutation(cfg.seed, epoch, n).to(rt.device)
-            sums = torch.zeros(3, dtype=torch.float64, device=rt.device)  # loss*B, correct, count
-            lr_sum = 0.0
-            t0 = time.perf_counter()
-            for it in range(iters):
-                lr, idx, logits, (lv,) = _optimizer_step(
-                    rt=rt, cfg=cfg, opt=opt, scaler=scaler, params_of=clf, peak=peak, epoch=epoch, it=it,
-                    iters=iters, images=images, perm=perm, aug_gen=aug_gen, forward=net, loss_terms=finetune_terms)
-                y = labels[idx]
-                sums += torch.stack([torch.tensor(lv * y.shape[0], dtype=torch.float64, device=rt.device),
-                                     (logits.detach().argmax(1) == y).sum().double(),
-                                     torch.tensor(float(y.shape[0]), dtype=torch.float64, device=rt.device)])
-                lr_sum += lr
-                bar.update(1)
-            seconds = time.perf_counter() - t0
-            sums = rt.all_reduce_sum(sums).tolist()
-            done = epoch + 1
-            te = None
-            if done % cfg.eval_every == 0 or done == cfg.epochs:
-                clf.eval()
-                te = _accuracy(lambda z: encoder.forward_features(z, pool=cfg.pool), head, test_images,
-                               test_labels, cfg.eval_batch_size, rt)
-                clf.train()
-                test_acc = te
-            history.append({"epoch": done, "loss": sums[0] / sums[2], "train_acc": sums[1] / sums[2],
-                            "test_acc": te, "lr": lr_sum / iters, "seconds": seconds,
-                            "images_per_s": iters * gb / seconds if seconds > 0 else float("nan")})
-            bar.set_postfix(epoch=done, loss=f"{history[-1]['loss']:.4f}", refresh=False)
+            history.append(_finetune_epoch(epoch, cfg=cfg, rt=rt, clf=clf, net=net, opt=opt, scaler=scaler,
+                                           peak=peak, data=(images, labels, test_images, test_labels),
+                                           aug_gen=aug_gen, iters=iters, bar=bar))
+            bar.set_postfix(epoch=epoch + 1, loss=f"{history[-1]['loss']:.4f}", refresh=False)
     finally:
         bar.close()
     clf.eval()
-    return FineTuneResult(test_acc=test_acc, history=history, model=encoder, head=head, config=cfg)
+    test_acc = next((h["test_acc"] for h in reversed(history) if h["test_acc"] is not None), float("nan"))
+    return FineTuneResult(test_acc=test_acc, history=history, model=encoder, head=clf.head, config=cfg)
