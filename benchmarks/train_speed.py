@@ -44,7 +44,8 @@ import torch.nn.functional as F
 import maelab
 from maelab import models
 from maelab._util import atomic_path, device_name, resolve_device
-from maelab.train import TrainConfig, _Runtime, param_groups, train
+from maelab.train import TrainConfig, param_groups, train
+from maelab.train.distributed import _Runtime
 
 ROOT = Path(__file__).resolve().parent
 

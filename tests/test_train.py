@@ -19,7 +19,7 @@ from maelab import ParameterError
 from maelab.masking import patchify, random_masking, restore
 from maelab.train import (FineTuneConfig, NonFiniteLossError, TrainConfig, default_checkpoint_dir, fine_tune,
                           load_checkpoint, lr_at, param_groups, random_resized_crop_flip, train)
-from maelab.train import _crop_resize, _sample_crop_boxes
+from maelab.train.augment import _crop_resize, _sample_crop_boxes
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent

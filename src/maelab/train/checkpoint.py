@@ -1,0 +1,226 @@
+"""Checkpoints of a pre-training run (``checkpoint_dir/last.pt``): writing, safe reading, exact resume.
+
+A checkpoint holds the model, optimiser, grad scaler, probe head and its optimiser, the RNG states of every rank
+(torch CPU and CUDA, python, numpy, mask and augmentation generators), epoch, iteration, history, partial-epoch
+accumulators and snapshots, all as tensors or plain python types.
+
+* **Writing** (:func:`_save`, rank 0): to a temporary file in the same folder, flushed to disk (``fsync``), then
+  renamed onto ``last.pt`` (:func:`maelab._util.atomic_path`), so a run killed while writing leaves the previous
+  checkpoint intact and never a truncated file under the final name.
+* **Reading** (:func:`load_checkpoint`): ``torch.load(weights_only=True)``, so no code in the file can run. An
+  empty, truncated, corrupt or unsafe file, or one of another format, raises :class:`CheckpointError`, one line
+  naming the file and what to do (delete it or pass ``resume=False``).
+* **Resuming** (:func:`_resume`) checks that the stored configuration (apart from bookkeeping fields) and a
+  fingerprint of the data agree with the current ones, then restores every state. On CPU a run killed (between or
+  inside epochs) and resumed in a fresh process ends with bit-identical weights and history (apart from timings)
+  to an uninterrupted run.
+"""
+from __future__ import annotations
+
+import os
+import random
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .._util import atomic_path
+from .._validate import ParameterError
+from .config import TrainConfig
+
+CHECKPOINT_FORMAT = "maelab.train/1"
+_REQUIRED = ("epoch", "iteration", "world_size", "config", "data_fingerprint", "model", "optimizer", "probe",
+             "probe_optimizer", "scaler", "ranks", "history", "snapshots", "partial")
+
+
+class CheckpointError(ParameterError):
+    """A training checkpoint that cannot be used: empty, truncated, corrupt, unsafe, of another format or model.
+
+    The message is one line naming the file and what to do; ``name`` is ``"checkpoint"``, ``value`` the path.
+    """
+
+    def __init__(self, path: str | os.PathLike, problem: str):
+        self.name, self.allowed, self.value = "checkpoint", f"a readable {CHECKPOINT_FORMAT} checkpoint", str(path)
+        ValueError.__init__(self, f"checkpoint {path} {problem}; delete it, or pass resume=False, to train from "
+                                  "the start")
+
+
+def _fingerprint(images: torch.Tensor) -> list[float]:
+    """Cheap identity check of a dataset stored in checkpoints: shape plus sums of a strided subset."""
+    step = max(1, images.shape[0] // 64)
+    sub = images[::step].double()
+    return [float(images.shape[0]), float(sub.sum()), float((sub * sub).sum())]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# RNG state <-> plain python/tensors (so torch.load(weights_only=True) can read it)
+# ----------------------------------------------------------------------------------------------------------------
+
+def _rng_state(mask_gen: torch.Generator, aug_gen: torch.Generator) -> dict:
+    py = random.getstate()
+    npst = np.random.get_state()
+    return {
+        "torch_cpu": torch.get_rng_state(),
+        "torch_cuda": list(torch.cuda.get_rng_state_all()) if torch.cuda.is_available() else [],
+        "python": [int(py[0]), [int(v) for v in py[1]], None if py[2] is None else float(py[2])],
+        "numpy": [str(npst[0]), torch.from_numpy(npst[1].astype(np.int64)), int(npst[2]), int(npst[3]),
+                  float(npst[4])],
+        "mask": mask_gen.get_state(), "mask_device": str(mask_gen.device),
+        "aug": aug_gen.get_state(),
+    }
+
+
+def _set_rng_state(st: dict, mask_gen: torch.Generator, aug_gen: torch.Generator) -> bool:
+    """Restore; returns False (and leaves the generators seeded) if the mask generator's device differs."""
+    torch.set_rng_state(st["torch_cpu"])
+    if torch.cuda.is_available() and st["torch_cuda"] and len(st["torch_cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(st["torch_cuda"])
+    v, ints, gauss = st["python"]
+    random.setstate((v, tuple(ints), gauss))
+    name, keys, pos, has_gauss, cached = st["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    aug_gen.set_state(st["aug"])
+    if st["mask_device"] != str(mask_gen.device):
+        return False
+    mask_gen.set_state(st["mask"])
+    return True
+
+
+
+def _unreadable(path: Path, err: Exception) -> CheckpointError:
+    """The one-line error for a file ``torch.load(weights_only=True)`` refused (never torch's own advice)."""
+    msg = str(err)
+    unsafe = re.search(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) ([\w.]+)", msg)
+    if unsafe:
+        return CheckpointError(path, f"holds a python object ({unsafe.group(1)}), which safe loading "
+                                     "(weights_only=True) never executes")
+    return CheckpointError(path, f"is truncated or corrupt (not readable as a torch checkpoint: {type(err).__name__})")
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict:
+    """Read a maelab training checkpoint safely (``weights_only=True``; no code in the file can run).
+
+    Raises:
+        CheckpointError: the file is empty, truncated, corrupt, holds python objects, or is not a
+            ``maelab.train/1`` checkpoint (one line naming the file; never advising ``weights_only=False``).
+        OSError: the file cannot be opened (missing, permissions).
+    """
+    path = Path(path)
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            raise CheckpointError(path, "is empty")
+        try:
+            ck = torch.load(f, map_location="cpu", weights_only=True)
+        except Exception as err:  # anything torch.load raises on a readable file is about the file's content
+            raise _unreadable(path, err) from None
+    if not isinstance(ck, dict) or ck.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(path, f"is not a {CHECKPOINT_FORMAT} checkpoint")
+    missing = [k for k in _REQUIRED if k not in ck]
+    if missing:
+        raise CheckpointError(path, f"is incomplete (no {', '.join(missing)})")
+    return ck
+
+
+def default_checkpoint_dir(name: str) -> Path:
+    """``$MAELAB_CACHE/checkpoints/<name>`` if ``MAELAB_CACHE`` is set, else ``<repo>/.cache/checkpoints/<name>``.
+
+    ``<repo>`` is the source checkout holding ``pyproject.toml`` (editable install), else the current directory.
+    The folder is not created here.
+    """
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-]*", name) or ".." in name:
+        raise ParameterError("name", "a non-empty name of letters, digits, '.', '_', '-' (no path separators)", name)
+    env = os.environ.get("MAELAB_CACHE")
+    if env:
+        root = Path(env)
+    else:
+        repo = Path(__file__).resolve().parents[3]
+        root = (repo if (repo / "pyproject.toml").exists() else Path.cwd()) / ".cache"
+    return root / "checkpoints" / name
+
+
+
+def _write(state: dict, path: Path) -> None:
+    """Write ``state`` to ``path`` atomically: temp file in the same folder, fsync, rename."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _save(run, epoch: int, iteration: int, acc) -> None:
+    """Checkpoint ``run`` (a :class:`maelab.train.loop._Run`) after ``iteration`` steps of ``epoch`` (0 = epoch
+    boundary, ``acc`` None); every rank contributes its RNG states, rank 0 writes."""
+    rt = run.rt
+    mine = {"rng": _rng_state(run.mask_gen, run.aug_gen), "probe_counts": run.probe_counts.tolist()}
+    ranks = [mine]
+    if rt.world > 1:
+        ranks = [None] * rt.world
+        torch.distributed.all_gather_object(ranks, mine)
+    if rt.rank == 0:
+        state = {
+            "format": CHECKPOINT_FORMAT, "epoch": epoch, "iteration": iteration, "iters_per_epoch": run.iters,
+            "world_size": rt.world, "config": run.cfg.to_dict(), "model_class": type(run.base).__name__,
+            "data_fingerprint": run.fingerprint, "model": run.base.state_dict(), "optimizer": run.opt.state_dict(),
+            "probe": run.head.state_dict() if run.head is not None else None,
+            "probe_optimizer": run.popt.state_dict() if run.popt is not None else None,
+            "scaler": run.scaler.state_dict() if run.scaler is not None else None,
+            "ranks": ranks, "history": run.history, "snapshots": run.snapshots,
+            "partial": acc.to_dict() if acc is not None else None,
+        }
+        _write(state, run.ckpt)
+    if rt.world > 1:
+        torch.distributed.barrier()
+
+
+def _check_resumable(run, ck: dict) -> None:
+    """Refuse a checkpoint written with another configuration, dataset or (mid-epoch) world size."""
+    cfg, path = run.cfg, run.ckpt
+    stored = {k: v for k, v in ck["config"].items() if k not in TrainConfig._BOOKKEEPING}
+    current = {k: v for k, v in cfg.to_dict().items() if k not in TrainConfig._BOOKKEEPING}
+    diff = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+    if diff:
+        raise ParameterError("config", f"equal to the configuration stored in {path} (differs in "
+                             f"{', '.join(diff)}); use resume=False or another checkpoint_dir", cfg)
+    if any(abs(a - b) > 1e-6 * max(1.0, abs(a)) for a, b in zip(ck["data_fingerprint"], run.fingerprint)):
+        raise ParameterError("data", f"the dataset the checkpoint {path} was trained on "
+                             "(fingerprint differs); use resume=False or another checkpoint_dir", len(run.images))
+    if ck["world_size"] != run.rt.world and ck["iteration"] != 0:
+        raise ParameterError("world_size", f"{ck['world_size']} to resume the mid-epoch checkpoint {path}",
+                             run.rt.world)
+
+
+def _load_states(run, ck: dict) -> None:
+    """Model, optimiser, probe and scaler states; a checkpoint of another model raises :class:`CheckpointError`."""
+    try:
+        run.base.load_state_dict(ck["model"])
+        run.opt.load_state_dict(ck["optimizer"])
+        if run.head is not None:
+            run.head.load_state_dict(ck["probe"])
+            run.popt.load_state_dict(ck["probe_optimizer"])
+    except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(run.ckpt, f"does not fit this model (written for a {ck.get('model_class')}, "
+                                        f"this is a {type(run.base).__name__}: {first})") from None
+    if run.scaler is not None and ck.get("scaler"):
+        run.scaler.load_state_dict(ck["scaler"])
+
+
+def _resume(run, ck: dict) -> tuple[int, int, dict | None]:
+    """Restore ``run`` from the checkpoint ``ck``; returns (epoch, iteration, partial-epoch accumulators)."""
+    _check_resumable(run, ck)
+    _load_states(run, ck)
+    rt = run.rt
+    exact = ck["world_size"] == rt.world and _set_rng_state(ck["ranks"][rt.rank]["rng"], run.mask_gen, run.aug_gen)
+    if not exact:
+        warnings.warn(f"resuming {run.ckpt} on a different device type or world size: training continues, but the "
+                      "random streams are re-seeded, so the run is not bit-identical to an uninterrupted one",
+                      stacklevel=3)
+    start_epoch, start_iter = int(ck["epoch"]), int(ck["iteration"])
+    run.history = list(ck["history"])
+    run.snapshots = dict(ck["snapshots"])
+    if start_iter:
+        run.probe_counts = torch.tensor(ck["ranks"][rt.rank]["probe_counts"], dtype=torch.float64, device=rt.device)
+    return start_epoch, start_iter, ck["partial"]

@@ -1,0 +1,141 @@
+"""Supervised end-to-end fine-tuning: :func:`fine_tune` (encoder + a new Linear head on ``forward_features``).
+
+Same optimiser step as pre-training (:func:`maelab.train.loop._optimizer_step`): AdamW with optional layer-wise lr
+decay, warm-up + cosine schedule per iteration, optional augmentation, bf16 autocast on CUDA, DDP when
+``torch.distributed`` is initialised.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .._util import pbar, seed_everything
+from .._validate import ParameterError
+from .config import FineTuneConfig
+from .distributed import _Runtime
+from .loop import _accuracy, _data_tensors, _num_classes, _optimizer_step
+from .schedule import param_groups
+from .seeds import _AUG, _GLOBAL, _HEAD, _derive_seed, _epoch_permutation
+
+
+class _Classifier(nn.Module):
+    def __init__(self, encoder: nn.Module, head: nn.Linear, pool: str):
+        super().__init__()
+        self.encoder, self.head, self.pool = encoder, head, pool
+
+    def forward(self, x):
+        return self.head(self.encoder.forward_features(x, pool=self.pool))
+
+
+@dataclass
+class FineTuneResult:
+    """``test_acc`` (after the last epoch), per-epoch ``history`` (epoch, loss, train_acc, test_acc or None, lr,
+    seconds, images_per_s), the fine-tuned ``model`` (encoder) and ``head`` (Linear), both in eval mode."""
+
+    test_acc: float
+    history: list[dict]
+    model: nn.Module
+    head: nn.Linear
+    config: FineTuneConfig
+
+
+def _new_head(encoder: nn.Module, images: torch.Tensor, k: int, cfg: FineTuneConfig, rt: _Runtime) -> nn.Linear:
+    """A Linear head on the encoder's features: truncated-normal weights (std ``head_init_std``), zero bias."""
+    with torch.no_grad():
+        dim = encoder.forward_features(images[:2], pool=cfg.pool).shape[-1]
+    head = nn.Linear(dim, k)
+    g = torch.Generator().manual_seed(_derive_seed(cfg.seed, _HEAD))
+    nn.init.trunc_normal_(head.weight, std=cfg.head_init_std, generator=g)
+    nn.init.zeros_(head.bias)
+    return head.to(rt.device)
+
+
+def _finetune_epoch(epoch: int, *, cfg: FineTuneConfig, rt: _Runtime, clf: _Classifier, net: nn.Module,
+                    opt: torch.optim.Optimizer, scaler, peak: float, data: tuple[torch.Tensor, ...],
+                    aug_gen: torch.Generator, iters: int, bar) -> dict:
+    """One fine-tuning epoch, then the test accuracy when due; returns the epoch's history record."""
+    images, labels, test_images, test_labels = data
+
+    def finetune_terms(logits: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        loss = F.cross_entropy(logits.float(), labels[idx], label_smoothing=cfg.label_smoothing)
+        return loss, loss.detach().double().reshape(1)
+
+    perm = _epoch_permutation(cfg.seed, epoch, images.shape[0]).to(rt.device)
+    sums = torch.zeros(3, dtype=torch.float64, device=rt.device)  # loss*B, correct, count
+    lr_sum = 0.0
+    t0 = time.perf_counter()
+    for it in range(iters):
+        lr, idx, logits, (lv,) = _optimizer_step(
+            rt=rt, cfg=cfg, opt=opt, scaler=scaler, params_of=clf, peak=peak, epoch=epoch, it=it,
+            iters=iters, images=images, perm=perm, aug_gen=aug_gen, forward=net, loss_terms=finetune_terms)
+        y = labels[idx]
+        sums += torch.stack([torch.tensor(lv * y.shape[0], dtype=torch.float64, device=rt.device),
+                             (logits.detach().argmax(1) == y).sum().double(),
+                             torch.tensor(float(y.shape[0]), dtype=torch.float64, device=rt.device)])
+        lr_sum += lr
+        bar.update(1)
+    seconds = time.perf_counter() - t0
+    sums = rt.all_reduce_sum(sums).tolist()
+    done = epoch + 1
+    te = None
+    if done % cfg.eval_every == 0 or done == cfg.epochs:
+        clf.eval()
+        te = _accuracy(lambda z: clf.encoder.forward_features(z, pool=cfg.pool), clf.head, test_images,
+                       test_labels, cfg.eval_batch_size, rt)
+        clf.train()
+    gb = cfg.batch_size * rt.world
+    return {"epoch": done, "loss": sums[0] / sums[2], "train_acc": sums[1] / sums[2], "test_acc": te,
+            "lr": lr_sum / iters, "seconds": seconds,
+            "images_per_s": iters * gb / seconds if seconds > 0 else float("nan")}
+
+
+def fine_tune(model: nn.Module, train_data, test_data, config: FineTuneConfig | None = None, *,
+              device: str = "auto", progress: bool | None = None, copy_model: bool = True) -> FineTuneResult:
+    """Supervised end-to-end fine-tuning of ``model.forward_features`` + a new Linear head (cross-entropy).
+
+    AdamW with optional layer-wise lr decay (:func:`param_groups`), the same warm-up + cosine schedule per iteration,
+    optional augmentation, bf16 autocast on CUDA, DDP when ``torch.distributed`` is initialised (with
+    ``find_unused_parameters=True``: the decoder gets no gradient and AdamW leaves parameters without gradients
+    untouched). ``copy_model=True`` fine-tunes a deep copy so the pre-trained model is not modified.
+    """
+    cfg = FineTuneConfig() if config is None else config
+    if not isinstance(cfg, FineTuneConfig):
+        raise ParameterError("config", "a maelab.train.FineTuneConfig", type(cfg).__name__)
+    if not isinstance(model, nn.Module):
+        raise ParameterError("model", "a torch.nn.Module", type(model).__name__)
+    rt = _Runtime.create(device, cfg.amp)
+    images, labels = _data_tensors(train_data, "train_data", rt.device, need_labels=True)
+    test_images, test_labels = _data_tensors(test_data, "test_data", rt.device, need_labels=True)
+    n = images.shape[0]
+    iters = n // (cfg.batch_size * rt.world)
+    if iters == 0:
+        raise ParameterError("batch_size", f"at most {n // rt.world} (dataset size {n})", cfg.batch_size)
+    encoder = copy.deepcopy(model) if copy_model else model
+    encoder.to(rt.device).train()
+    seed_everything(_derive_seed(cfg.seed, _GLOBAL, rt.rank))
+    k = max(_num_classes(train_data, labels), _num_classes(test_data, test_labels))
+    clf = _Classifier(encoder, _new_head(encoder, images, k, cfg, rt), cfg.pool)
+    peak = cfg.peak_lr(rt.world)
+    opt = torch.optim.AdamW(param_groups(clf, cfg.weight_decay, layer_decay=cfg.layer_decay), lr=peak,
+                            betas=cfg.betas)
+    scaler = torch.amp.GradScaler("cuda") if rt.amp_dtype == torch.float16 else None
+    aug_gen = torch.Generator().manual_seed(_derive_seed(cfg.seed, _AUG, rt.rank))
+    net = rt.wrap(clf, find_unused=True)
+    history: list[dict] = []
+    bar = pbar(total=cfg.epochs * iters, desc="fine-tune", unit="step", progress=progress if rt.rank == 0 else False)
+    try:
+        for epoch in range(cfg.epochs):
+            history.append(_finetune_epoch(epoch, cfg=cfg, rt=rt, clf=clf, net=net, opt=opt, scaler=scaler,
+                                           peak=peak, data=(images, labels, test_images, test_labels),
+                                           aug_gen=aug_gen, iters=iters, bar=bar))
+            bar.set_postfix(epoch=epoch + 1, loss=f"{history[-1]['loss']:.4f}", refresh=False)
+    finally:
+        bar.close()
+    clf.eval()
+    test_acc = next((h["test_acc"] for h in reversed(history) if h["test_acc"] is not None), float("nan"))
+    return FineTuneResult(test_acc=test_acc, history=history, model=encoder, head=clf.head, config=cfg)
