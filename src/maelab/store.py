@@ -512,7 +512,8 @@ def _stored(json_path: Path, h: str, say: Callable[[str], None], quiet: bool = F
     except OldSchemaError:
         raise
     except RecordError as e:
-        print(f"[store] {e} -> recomputing", file=sys.stderr, flush=True)  # never silent, even with log=None
+        if not quiet:  # never silent, even with log=None (quiet: the re-check under the lock, already reported)
+            print(f"[store] {e} -> recomputing", file=sys.stderr, flush=True)
         return None
     if prov.get("config_hash") != h:
         if not quiet:
