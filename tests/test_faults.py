@@ -42,6 +42,20 @@ PREAMBLE = textwrap.dedent("""
 """)
 
 
+_CHILDREN: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def _reap_children():
+    """A child still waiting for a flag when its test failed is killed (never left running)."""
+    yield
+    while _CHILDREN:
+        p = _CHILDREN.pop()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def _values(tag: str, n: int) -> dict:
     return {"tag": tag, "arr": np.full(4, float(n)), "table": pd.DataFrame({"n": [n, n + 1]})}
 
@@ -54,6 +68,7 @@ def _child(code: str, tmp: Path, **env) -> subprocess.Popen:
                          env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", "FLAGS": str(tmp / "flags"),
                               **env})
     p.out_path = out.name  # type: ignore[attr-defined]
+    _CHILDREN.append(p)
     return p
 
 
@@ -61,7 +76,7 @@ def _output(p) -> str:
     return Path(p.out_path).read_text()
 
 
-def _wait_for(cond, what: str, timeout: float = 60.0) -> None:
+def _wait_for(cond, what: str, timeout: float = 30.0) -> None:
     t0 = time.monotonic()
     while not cond():
         if time.monotonic() - t0 > timeout:
