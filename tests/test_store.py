@@ -161,7 +161,8 @@ def _record(tmp_path, notebook="nb", name="res", profile="cpu") -> Path:
 
 
 def test_nan_and_inf_round_trip_exactly(tmp_path):
-    vals = {"nan": float("nan"), "list": [float("inf"), -math.inf, 1.5, None, "inf"], "nested": {"x": np.float64("nan")}}
+    vals = {"nan": float("nan"), "list": [float("inf"), -math.inf, 1.5, None, "inf"],
+            "nested": {"x": np.float64("nan")}}
     r1 = store.load_or_compute("res", {"x": 1}, lambda: vals, notebook="nb", profile="cpu", root=tmp_path, log=None)
     r2 = store.load("nb", "res", "cpu", root=tmp_path)
     for r in (r1, r2):
