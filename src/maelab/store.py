@@ -50,7 +50,6 @@ import json
 import math
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
