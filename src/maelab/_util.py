@@ -69,15 +69,47 @@ def pbar(iterable=None, *, progress: bool | None = None, **kwargs):
         return tqdm(iterable, disable=not progress_enabled(progress), **kwargs)
 
 
+TMP_PREFIX = ".maelab-tmp"  # every temp file maelab writes starts with this; .gitignore ignores it
+
+
+def _owner() -> str:
+    """host-pid of this process (host sanitised to letters, digits and -)."""
+    import platform
+    import re
+
+    return re.sub(r"[^A-Za-z0-9-]", "-", platform.node() or "host") + f"-{os.getpid()}"
+
+
+def _remove_dead_leftovers(folder: Path, target: str) -> None:
+    """Remove temp files for ``target`` left by writers on this host whose process no longer exists."""
+    me = _owner()
+    host = me.rsplit("-", 1)[0]
+    for p in folder.glob(f"{TMP_PREFIX}.{target}.{host}-*"):
+        m = p.name[len(f"{TMP_PREFIX}.{target}.{host}-"):].split(".", 1)[0]
+        if not m.isdigit() or int(m) == os.getpid():
+            continue
+        try:
+            os.kill(int(m), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                p.unlink()
+        except PermissionError:  # alive, another user's
+            pass
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str | None = None) -> Iterator[Path]:
     """Yield a temp path in the target's folder; on success rename it onto ``path`` (atomic on POSIX).
 
-    On error the temp file is removed and ``path`` is untouched: nothing half-written is left behind.
+    On error the temp file is removed and ``path`` is untouched: nothing half-written is left behind. The temp
+    name is ``.maelab-tmp.<name>.<host>-<pid>.<random><suffix>`` (gitignored); a writer killed before it could
+    clean up leaves one, which the next :func:`atomic_path` for the same target on that host removes.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix or path.suffix or ".tmp")
+    _remove_dead_leftovers(path.parent, path.name)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}.{path.name}.{_owner()}.",
+                               suffix=suffix or path.suffix or ".tmp")
     os.close(fd)
     tmp = Path(tmp)
     try:

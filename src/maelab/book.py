@@ -22,21 +22,32 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import shutil
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 from . import claims as claims_mod
 from . import store
-from ._util import progress_enabled, resolve_device, seed_everything
+from ._util import TMP_PREFIX, progress_enabled, resolve_device, seed_everything
 from ._validate import ParameterError
 from .profiles import NOTEBOOKS, PROFILE_NAMES, settings, validate_params
 
 LAST = ("scoreboard",)  # notebooks that read other notebooks' results run last
+# A claims record is kept as stored when its sources are unchanged and the new evidence equals the stored one
+# within this tolerance (|a - b| <= max(CLAIMS_RTOL * max(|a|, |b|), CLAIMS_ATOL), NaN == NaN) with the same
+# verdicts: a last-digit BLAS difference on another CPU does not rewrite committed records.
+CLAIMS_RTOL, CLAIMS_ATOL = 1e-9, 1e-12
+RECORD_ERROR = "record error"  # scoreboard verdict of a claim whose stored claims record cannot be trusted
+
+
+class EvidenceChanged(UserWarning):
+    """Evidence recomputed from unchanged sources differs beyond tolerance from the stored evidence."""
 
 
 # ----------------------------------------------------------------------------------------------- context
@@ -52,6 +63,7 @@ class Context:
     settings: dict
     results: list = dataclasses.field(default_factory=list)
     _claims: dict = dataclasses.field(default_factory=dict)
+    _claim_keys: dict = dataclasses.field(default_factory=dict)
 
     def load_or_compute(self, name: str, config: dict, fn: Callable[[], dict], seeds=None) -> store.Result:
         """:func:`maelab.store.load_or_compute` with this notebook's profile, seed, device and recompute flag.
@@ -79,6 +91,9 @@ class Context:
                          "commit": s.provenance["git"]["commit"], "device": s.provenance["device"]}
                         for s in sources],
         }
+        # what the record is keyed by: the results the evidence was computed from, and how it is judged
+        self._claim_keys[claim_id] = {"criterion": c.criterion.text,
+                                      "sources": [[s.name, s.provenance["config_hash"]] for s in sources]}
         return v, why
 
     def claims_frame(self):
@@ -94,14 +109,37 @@ class Context:
         return pd.DataFrame(rows)
 
     def finish(self) -> store.Result | None:
-        """Store this notebook's claim evidence (idempotent: unchanged evidence is not rewritten)."""
-        out = None
-        if self._claims:
-            rows = {k: self._claims[k] for k in sorted(self._claims)}
-            out = store.load_or_compute("claims", {"claims": rows}, lambda: {"claims": rows},
-                                        notebook=self.notebook, profile=self.profile, seeds=[self.seed],
-                                        device=self.device, log=None)
-        return out
+        """Store this notebook's claim evidence in ``claims.<profile>.json``; unchanged evidence is not rewritten.
+
+        The record is keyed by its *sources* (claim ids, criteria, the config hashes of the results each claim's
+        evidence came from, the profile and settings), not by the evidence itself. With the same key, evidence
+        equal within ``CLAIMS_RTOL``/``CLAIMS_ATOL``, the same verdicts and the same source records, the stored
+        record is kept byte for byte (nothing is written: this works on a read-only results folder). Evidence that
+        differs beyond the tolerance although its sources did not change means the notebook's derivation changed:
+        the record is rewritten (the page must show what the code computes) and an :class:`EvidenceChanged`
+        warning says so in one line.
+        """
+        if not self._claims:
+            return None
+        rows = {k: self._claims[k] for k in sorted(self._claims)}
+        key = {"profile": self.profile, "settings": self.settings,
+               "claims": {k: self._claim_keys[k] for k in sorted(self._claim_keys)}}
+        try:
+            stored = store.load(self.notebook, "claims", self.profile)
+        except store.OldSchemaError:
+            raise
+        except store.RecordError as e:
+            print(f"[claims] {e} -> rewriting it", file=sys.stderr, flush=True)
+            stored = None
+        if stored is not None and stored.provenance.get("config_hash") == store.config_hash(key):
+            diff = claims_difference(stored["claims"], rows)
+            if diff is None:
+                return stored
+            if not diff.startswith("sources"):
+                warnings.warn(f"{self.notebook}: {diff} although its sources are unchanged; rewriting the claims "
+                              "record", EvidenceChanged, stacklevel=2)
+        return store.save("claims", key, {"claims": rows}, notebook=self.notebook, profile=self.profile,
+                          seeds=[self.seed], device=self.device)
 
     def provenance_frame(self):
         """One row per result used on this page: where it came from."""
@@ -151,6 +189,39 @@ def format_value(ev: claims_mod.Evidence) -> str:
     return s
 
 
+def _close(a: Any, b: Any) -> bool:
+    """Equal JSON values, numbers within (CLAIMS_RTOL, CLAIMS_ATOL), NaN equal to NaN."""
+    num = (int, float)
+    if isinstance(a, num) and isinstance(b, num) and not isinstance(a, bool) and not isinstance(b, bool):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=CLAIMS_RTOL, abs_tol=CLAIMS_ATOL)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def claims_difference(stored: dict, new: dict) -> str | None:
+    """None when two claims records agree (same claims, sources and verdicts; evidence within tolerance), else the
+    first difference in words (starting with "sources" when a source record was recomputed)."""
+    if stored.keys() != new.keys():
+        return f"claims {sorted(stored)} != {sorted(new)}"
+    for cid in sorted(new):
+        a, b = stored[cid], new[cid]
+        if a.get("sources") != b.get("sources"):
+            return f"sources of {cid} changed"
+    for cid in sorted(new):
+        a, b = stored[cid], new[cid]
+        if not _close(a.get("evidence"), b.get("evidence")):
+            return (f"evidence for {cid} differs beyond rtol={CLAIMS_RTOL:g}, atol={CLAIMS_ATOL:g} "
+                    f"({a.get('evidence')} -> {b.get('evidence')})")
+        if a.get("verdict") != b.get("verdict"):
+            return f"verdict of {cid} changed ({a.get('verdict')} -> {b.get('verdict')})"
+    return None
+
+
 # ----------------------------------------------------------------------------------------------- scoreboard
 def _claim_roots() -> list[Path]:
     env = os.environ.get("MAELAB_RESULTS_DIR")
@@ -159,33 +230,49 @@ def _claim_roots() -> list[Path]:
     return [store.results_root("cpu"), store.results_root("smoke")]
 
 
+def _claims_record(root: Path, notebook: str, profile: str) -> tuple[str, dict | None, dict | None, str]:
+    """(profile, claim rows, provenance, "") of a stored claims record, or (profile, None, None, why) when it cannot
+    be trusted (tampered, unreadable, old format): the scoreboard then shows an error, never another profile."""
+    try:
+        r = store.load(notebook, "claims", profile, root=root)
+        return profile, r["claims"], r.provenance, ""
+    except (store.RecordError, KeyError, TypeError) as e:
+        why = str(e) if isinstance(e, store.RecordError) else f"claims record of {notebook} ({profile}) is malformed"
+        print(f"[scoreboard] {why}", file=sys.stderr, flush=True)
+        return profile, None, None, why
+
+
 def collect_claims():
     """Every registered claim with the evidence of the best profile stored for its notebook (gpu > cpu > smoke).
 
-    Verdicts are recomputed here from the stored evidence with the registry's criterion.
+    Verdicts are recomputed here from the stored evidence with the registry's criterion. When the best stored claims
+    record of a notebook cannot be trusted (checksum mismatch, unreadable, old format), its claims get the verdict
+    ``RECORD_ERROR`` with the reason -- the scoreboard never falls back silently to a lower profile.
     """
     import pandas as pd
 
-    best: dict[str, tuple[str, dict, dict]] = {}  # notebook -> (profile, rows, provenance)
+    best: dict[str, tuple[str, dict | None, dict | None, str]] = {}  # notebook -> (profile, rows, prov, error)
     for root in _claim_roots():
         if not root.exists():
             continue
         for folder in sorted(p for p in root.iterdir() if p.is_dir()):
             for profile in store.PROFILE_ORDER:
-                r = store.load(folder.name, "claims", profile, root=root)
-                if r is None:
+                if not store.record_path(root, folder.name, "claims", profile).exists():
                     continue
                 cur = best.get(folder.name)
                 if cur is None or store.PROFILE_ORDER.index(profile) < store.PROFILE_ORDER.index(cur[0]):
-                    best[folder.name] = (profile, r["claims"], r.provenance)
+                    best[folder.name] = _claims_record(root, folder.name, profile)
                 break
     rows = []
     for c in claims_mod.REGISTRY.values():
         row = {"id": c.id, "paper": c.paper, "where": c.where, "claim": c.statement, "paper's value": c.paper_value,
                "measure": c.measure, "criterion": c.criterion.text, "notebook": c.notebook}
         found = best.get(c.notebook)
-        rec = found[1].get(c.id) if found else None
-        if rec is None:
+        rec = found[1].get(c.id) if found and found[1] is not None else None
+        if found is not None and found[3]:
+            row.update({"ours": "—", "verdict": RECORD_ERROR, "reason": found[3], "profile": found[0], "device": "",
+                        "commit": ""})
+        elif rec is None:
             row.update({"ours": "—", "verdict": "not yet measured", "reason": "", "profile": "", "device": "",
                         "commit": ""})
         else:
@@ -239,7 +326,12 @@ class NotebookFailed(RuntimeError):
 
 def run_notebook(name: str, profile: str, out_dir: Path, *, recompute: bool = False, device: str = "auto",
                  extra: dict | None = None, root: Path | None = None) -> Path:
-    """Execute notebooks/NAME.md through papermill into out_dir/NAME.ipynb; NotebookFailed names the cell."""
+    """Execute notebooks/NAME.md through papermill into out_dir/NAME.ipynb; NotebookFailed names the cell.
+
+    The notebook executes into a temp file that replaces NAME.ipynb only on success: a failed run keeps the last
+    good executed notebook, leaves its own output in NAME.failed.ipynb, and :func:`stage` refuses to build the
+    book until a later run of NAME succeeds (which removes NAME.failed.ipynb).
+    """
     import jupytext
     import nbformat
     import papermill as pm
@@ -251,22 +343,35 @@ def run_notebook(name: str, profile: str, out_dir: Path, *, recompute: bool = Fa
     out_dir.mkdir(parents=True, exist_ok=True)
     nb = jupytext.read(src)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    inp = out_dir / f".{name}.input.ipynb"
+    out, failed = out_dir / f"{name}.ipynb", out_dir / f"{name}.failed.ipynb"
+    inp = out_dir / f"{TMP_PREFIX}.{name}.{os.getpid()}.input.ipynb"
+    tmp = out_dir / f"{TMP_PREFIX}.{name}.{os.getpid()}.output.ipynb"
     nbformat.write(nb, inp)
-    out = out_dir / f"{name}.ipynb"
     params = {"profile": profile, "recompute": recompute, "device": device, **(extra or {})}
     t0 = time.perf_counter()
     try:
-        pm.execute_notebook(str(inp), str(out), parameters=params, kernel_name="python3", cwd=str(root / "notebooks"),
+        pm.execute_notebook(str(inp), str(tmp), parameters=params, kernel_name="python3", cwd=str(root / "notebooks"),
                             progress_bar=False, log_output=False, report_mode=False)
-    except pm.PapermillExecutionError as e:
-        evalue = str(e.evalue).splitlines()[0] if str(e.evalue) else ""
-        first = next((ln.strip() for ln in (e.source or "").splitlines() if ln.strip()), "")
-        first = first if len(first) <= 60 else first[:57] + "..."
-        raise NotebookFailed(f"notebook {name} (notebooks/{name}.md) failed in cell {e.cell_index} "
-                             f"(execution count {e.exec_count}, `{first}`): {e.ename}: {evalue}") from None
+    except Exception as e:
+        if tmp.exists():
+            os.replace(tmp, failed)
+        else:
+            failed.write_text("{}\n")  # the marker alone: this notebook's last run failed
+        if isinstance(e, pm.PapermillExecutionError):
+            evalue = str(e.evalue).splitlines()[0] if str(e.evalue) else ""
+            first = next((ln.strip() for ln in (e.source or "").splitlines() if ln.strip()), "")
+            first = first if len(first) <= 60 else first[:57] + "..."
+            raise NotebookFailed(f"notebook {name} (notebooks/{name}.md) failed in cell {e.cell_index} "
+                                 f"(execution count {e.exec_count}, `{first}`): {e.ename}: {evalue}") from None
+        line = str(e).splitlines()[0] if str(e) else ""
+        raise NotebookFailed(f"notebook {name} (notebooks/{name}.md) could not be executed: "
+                             f"{type(e).__name__}: {line}") from None
+    else:
+        os.replace(tmp, out)
+        failed.unlink(missing_ok=True)
     finally:
         inp.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)  # only left after an interrupt (KeyboardInterrupt)
     print(f"[book] {name}: executed with profile={profile} in {time.perf_counter() - t0:.1f} s -> {out}", flush=True)
     return out
 
@@ -278,6 +383,8 @@ def run(profile: str = "auto", only: list[str] | None = None, out_dir: Path | No
     if profile != "auto" and profile not in PROFILE_NAMES:
         raise ParameterError("profile", "one of 'auto', " + ", ".join(repr(p) for p in PROFILE_NAMES), profile)
     names = notebooks_in_order(root)
+    if only is not None and not only:
+        raise ParameterError("only", "one or more notebook names (leave --only out to run every notebook)", only)
     if only:
         bad = [n for n in only if n not in names]
         if bad:
@@ -303,16 +410,42 @@ def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
     shutil.copytree(root / "book", stage_dir / "book")
     nbdir = stage_dir / "notebooks"
     nbdir.mkdir()
-    missing = []
+    missing, failed = [], []
     for name in notebooks_in_order(root):
         p = Path(executed) / f"{name}.ipynb"
-        if not p.exists():
+        if (Path(executed) / f"{name}.failed.ipynb").exists():
+            failed.append(f"{name} (its last run failed: see {name}.failed.ipynb)")
+        elif not p.exists():
             missing.append(name)
         else:
+            err = _error_output(p)
+            if err:
+                failed.append(f"{name} ({err})")
             shutil.copy2(p, nbdir / p.name)
+    if failed:
+        raise NotebookFailed("refusing to build a book with failed notebooks: " + "; ".join(failed)
+                             + " (fix them and run `python -m maelab.book run --only NAME`)")
     if missing:
         raise NotebookFailed("not executed yet: " + ", ".join(missing) + " (run `python -m maelab.book run` first)")
     return stage_dir
+
+
+def _error_output(path: Path) -> str:
+    """"" when the executed notebook shows no error, else which cell shows one (cells tagged raises-exception
+    may show an error on purpose)."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as e:  # noqa: BLE001 - any unreadable notebook is a failed one
+        return f"unreadable executed notebook: {type(e).__name__}"
+    for i, cell in enumerate(nb.cells):
+        if "raises-exception" in cell.get("metadata", {}).get("tags", []):
+            continue
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "error":
+                return f"cell {i} shows {o.get('ename', 'an error')}"
+    return ""
 
 
 def build(executed: Path | None = None, out: Path | None = None, strict: bool = False) -> Path:
@@ -340,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="execute notebooks through papermill")
     r.add_argument("--profile", default="auto", help="auto (best committed, else cpu) | smoke | cpu | gpu")
-    r.add_argument("--only", nargs="*", help="notebook names (default: all)")
+    r.add_argument("--only", nargs="*", help="notebook names (leave out to run all; at least one if given)")
     r.add_argument("--recompute", action="store_true", help="ignore stored results")
     r.add_argument("--device", default="auto")
     r.add_argument("--out", type=Path, help="folder for executed notebooks (default _build/executed)")
@@ -360,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
             build(a.executed, a.out, a.strict)
         else:
             print("\n".join(notebooks_in_order()))
-    except (NotebookFailed, ParameterError) as e:
+    except (NotebookFailed, ParameterError, store.StoreError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

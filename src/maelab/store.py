@@ -1,43 +1,87 @@
 """Results as data: ``load_or_compute(name, config, fn)``.
 
-Every expensive computation in the book goes through :func:`load_or_compute`. It writes, under
+Every expensive computation in the book goes through :func:`load_or_compute`. A result is one *record* under
 ``<root>/<notebook>/``:
 
-* ``<name>.<profile>.json`` -- the record: JSON-able values returned by ``fn`` plus provenance (full config and its
-  hash, git commit and dirty flag, package versions, device name, seeds, wall time, timestamp, profile), and the
-  SHA-256 of each side file;
-* ``<name>.<profile>.<key>.csv`` -- one CSV per pandas DataFrame value;
-* ``<name>.<profile>.npz`` -- all numpy-array / tensor values (loaded with ``allow_pickle=False``).
+* ``<name>.<profile>.json`` -- the record: JSON-able values returned by ``fn`` (``data``) plus provenance (full
+  config and its hash, git commit and dirty flag, package versions, device name, seeds, wall time, timestamp,
+  profile), the name and SHA-256 of each side file, the record format (``schema``) and ``sha256``: the SHA-256 of
+  the canonical JSON of everything else in the record (values, side-file checksums, provenance);
+* ``<name>.<profile>.<key>.<digest>.csv`` -- one CSV per pandas DataFrame value;
+* ``<name>.<profile>.<digest>.npz`` -- all numpy-array / tensor values (loaded with ``allow_pickle=False``).
 
-Side files are written first, the JSON record last, each atomically (temp file + rename), so a crash never leaves
-a record pointing at half-written data. On load, a record whose config hash differs from the request's, or whose
-side files are missing or changed, is recomputed -- never silently reused. ``recompute=True`` forces it.
+``<digest>`` is the first 12 hex digits of the side file's own SHA-256, so every version of a record has its own
+side files.
+
+Guarantees (tested in ``tests/test_store.py`` and ``tests/test_faults.py``):
+
+* **All or nothing.** A writer builds the whole record (side files and JSON) in a temp folder
+  ``.maelab-tmp-store.*`` next to it, checksums and re-reads it there, then publishes: side files first (new names,
+  which no published record references yet), the JSON last by one ``os.replace``. A reader sees the old record or
+  the new one, never a mix; a writer killed at any point leaves the old record intact (and at most gitignored temp
+  files, or unreferenced side files, both removed by the next write of that result).
+* **One writer per result.** Writers hold ``fcntl.flock`` on ``.maelab-lock.<name>.<profile>``. A second process
+  asking for the same result waits, then finds the fresh result instead of computing it again.
+* **Integrity.** On load the record's ``sha256`` and every side file's SHA-256 are verified. An edited value, an
+  edited or swapped side file: :class:`RecordError` from :func:`load`; :func:`load_or_compute` reports it in one
+  line and recomputes.
+* **Exact values.** NaN and +-inf in JSON values are stored as ``{"__float__": "nan"}`` (``"inf"``, ``"-inf"``) and
+  come back as floats.
+* **Fail before computing.** When a result must be computed, the results folder is checked first (creatable,
+  writable, lockable, some free space): a problem is a one-line :class:`StoreError`, not an ``OSError`` after
+  hours of work. Reading needs no write permission: a render-only run works on a read-only results folder.
+* **Formats.** Records written before the value checksum (schema 1) are not trusted by the loader (a record
+  stripped down to schema 1 would otherwise skip the check): loading one raises :class:`OldSchemaError` naming
+  ``python -m maelab.store migrate ROOT``, which verifies their side files and adds the checksum (in place,
+  values untouched, idempotent). ``python -m maelab.store check ROOT`` verifies every record and lists stray files.
 
 Root: ``$MAELAB_RESULTS_DIR`` if set, else ``<repo>/data/results`` -- except for the ``smoke`` profile, whose
 results go to ``<repo>/.cache/results-smoke`` (gitignored): smoke runs never write into ``data/results``.
 """
 from __future__ import annotations
 
+import argparse
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import io
 import json
 import math
 import os
 import platform
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ._util import atomic_path
+from ._util import TMP_PREFIX, _owner, atomic_path
 from ._validate import ParameterError, one_of
 
 PROFILE_ORDER = ("gpu", "cpu", "smoke")  # best first: the book shows the best profile that has results
-SCHEMA = 1
+SCHEMA = 2  # 1: no record checksum, NaN stored as null; 2: record sha256, versioned side files, NaN/inf encoded
+LOCK_PREFIX = ".maelab-lock"  # per-result lock files (gitignored)
+MIN_FREE_BYTES = 64 << 20  # refuse to start a computation with less free space than this in the results folder
+_FLOAT_KEY = "__float__"
+
+
+class StoreError(RuntimeError):
+    """The results store cannot do what was asked (permissions, disk, lock). The message is one line."""
+
+
+class RecordError(StoreError):
+    """A stored record that cannot be trusted: unreadable, tampered with, or with a missing/changed side file."""
+
+
+class OldSchemaError(RecordError):
+    """A record in an older format; ``python -m maelab.store migrate`` upgrades it."""
 
 
 def repo_root() -> Path:
@@ -81,10 +125,18 @@ def _canonical(obj: Any) -> Any:
     raise ParameterError("config", "JSON-able (dict/list/str/number/bool/None)", type(obj).__name__)
 
 
+def _canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
 def config_hash(config: dict) -> str:
     """SHA-256 (first 16 hex digits) of the canonical JSON of ``config``."""
-    text = json.dumps(_canonical(config), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return hashlib.sha256(_canonical_json(_canonical(config)).encode()).hexdigest()[:16]
+
+
+def record_checksum(record: dict) -> str:
+    """SHA-256 of the canonical JSON of a record without its ``sha256`` field (values, side-file sums, provenance)."""
+    return hashlib.sha256(_canonical_json({k: v for k, v in record.items() if k != "sha256"}).encode()).hexdigest()
 
 
 def _sha256_file(path: Path) -> str:
@@ -161,13 +213,14 @@ class Result:
                 f"{p.get('seeds')} · {p.get('wall_time_s', 0):.1f} s · {p.get('timestamp', '')[:19]}")
 
 
-def _paths(root: Path, notebook: str, name: str, profile: str) -> tuple[Path, Path]:
-    folder = root / notebook
-    return folder / f"{name}.{profile}.json", folder / f"{name}.{profile}.npz"
+def record_path(root: str | os.PathLike, notebook: str, name: str, profile: str) -> Path:
+    """Where the JSON of record (notebook, name, profile) lives under ``root``."""
+    return Path(root) / notebook / f"{name}.{profile}.json"
 
 
+# ----------------------------------------------------------------------------------------------- values
 def _split(data: dict) -> tuple[dict, dict, dict]:
-    """Split fn's output into JSON values, DataFrames and arrays."""
+    """Split fn's output into JSON values (encoded), DataFrames and arrays."""
     import pandas as pd
 
     try:
@@ -185,58 +238,289 @@ def _split(data: dict) -> tuple[dict, dict, dict]:
         elif torch is not None and isinstance(v, torch.Tensor):
             arrays[k] = v.detach().cpu().numpy()
         else:
-            plain[k] = _canonical_value(k, v)
+            plain[k] = _encode(k, v)
     return plain, frames, arrays
 
 
-def _canonical_value(key: str, v: Any) -> Any:
+def _encode(key: str, v: Any) -> Any:
+    """A JSON value for ``v``: non-finite floats become ``{"__float__": "nan" | "inf" | "-inf"}``."""
     if isinstance(v, dict):
-        return {str(a): _canonical_value(key, b) for a, b in v.items()}
+        if _FLOAT_KEY in v:
+            raise ParameterError(f"fn result[{key!r}]", f"free of the reserved dict key {_FLOAT_KEY!r}", v)
+        return {str(a): _encode(key, b) for a, b in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_canonical_value(key, b) for b in v]
+        return [_encode(key, b) for b in v]
     if isinstance(v, np.generic):
-        return v.item()
+        v = v.item()
     if isinstance(v, float) and not math.isfinite(v):
-        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
+        return {_FLOAT_KEY: "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")}
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     raise ParameterError(f"fn result[{key!r}]", "JSON-able, a pandas DataFrame or an array", type(v).__name__)
 
 
-def _read(json_path: Path, npz_path: Path) -> tuple[dict, dict] | None:
-    """Read a stored record and its side files; None when anything is missing, unreadable or altered."""
+def _decode(v: Any) -> Any:
+    if isinstance(v, dict):
+        if set(v) == {_FLOAT_KEY} and v[_FLOAT_KEY] in ("nan", "inf", "-inf"):
+            return float(v[_FLOAT_KEY])
+        return {a: _decode(b) for a, b in v.items()}
+    if isinstance(v, list):
+        return [_decode(b) for b in v]
+    return v
+
+
+# ----------------------------------------------------------------------------------------------- reading
+class _Moved(Exception):
+    """A side file vanished while reading because a writer replaced the record: read it again."""
+
+
+def _side_bytes(json_path: Path, meta: dict, stem: str, raw: bytes) -> bytes:
+    """The bytes of a side file named in ``meta``, checked against its SHA-256."""
+    fname = meta["file"]
+    if not isinstance(fname, str) or Path(fname).name != fname or not fname.startswith(stem + "."):
+        raise RecordError(f"{json_path}: side file name {fname!r} is not one of this record's")
+    try:
+        b = (json_path.parent / fname).read_bytes()
+    except FileNotFoundError:
+        with contextlib.suppress(OSError):
+            if json_path.read_bytes() != raw:
+                raise _Moved() from None
+        raise RecordError(f"{json_path}: side file {fname} is missing") from None
+    if hashlib.sha256(b).hexdigest() != meta["sha256"]:
+        raise RecordError(f"{json_path}: side file {fname} was changed (SHA-256 mismatch)")
+    return b
+
+
+def _read_once(json_path: Path) -> tuple[dict, dict]:
     import pandas as pd
 
     try:
-        record = json.loads(json_path.read_text())
-        data = dict(record["data"])
-        for key, meta in record.get("frames", {}).items():
-            p = json_path.parent / meta["file"]
-            if _sha256_file(p) != meta["sha256"]:
-                return None
-            data[key] = pd.read_csv(p)
+        raw = json_path.read_bytes()
+        record = json.loads(raw)
+    except (OSError, ValueError) as e:
+        raise RecordError(f"{json_path}: unreadable ({type(e).__name__}: {str(e).splitlines()[0][:80]})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("provenance"), dict):
+        raise RecordError(f"{json_path}: not a maelab record")
+    schema = record.get("schema")
+    if schema is None:
+        raise OldSchemaError(f"{json_path}: old record format (schema {record['provenance'].get('schema')}, "
+                             f"no record checksum); check it, then run `python -m maelab.store migrate "
+                             f"{json_path.parent.parent}`")
+    if schema != SCHEMA:
+        raise RecordError(f"{json_path}: record format {schema!r} is not {SCHEMA} (written by another maelab)")
+    if record.get("sha256") != record_checksum(record):
+        raise RecordError(f"{json_path}: tampered: the record's values or provenance were edited (SHA-256 mismatch)")
+    stem = json_path.name[: -len(".json")]
+    try:
+        data = _decode(dict(record["data"]))
+        for key, meta in (record.get("frames") or {}).items():
+            data[key] = pd.read_csv(io.BytesIO(_side_bytes(json_path, meta, stem, raw)))
         if record.get("arrays"):
             meta = record["arrays"]
-            if _sha256_file(npz_path) != meta["sha256"]:
-                return None
-            with np.load(npz_path, allow_pickle=False) as z:
+            with np.load(io.BytesIO(_side_bytes(json_path, meta, stem, raw)), allow_pickle=False) as z:
                 for key in meta["keys"]:
                     data[key] = z[key]
-        return data, record["provenance"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    except (KeyError, TypeError, ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+        raise RecordError(f"{json_path}: unreadable ({type(e).__name__}: {str(e).splitlines()[0][:80]})") from None
+    return data, record["provenance"]
 
 
-def load(notebook: str, name: str, profile: str, root: Path | None = None) -> Result | None:
-    """Read a stored result without computing anything (None when there is none)."""
+def _read(json_path: Path) -> tuple[dict, dict]:
+    """Read and verify a record; :class:`RecordError` when it cannot be trusted."""
+    for _ in range(5):
+        try:
+            return _read_once(json_path)
+        except _Moved:
+            continue
+    raise RecordError(f"{json_path}: replaced by writers faster than it could be read")
+
+
+def load(notebook: str, name: str, profile: str, root: str | os.PathLike | None = None) -> Result | None:
+    """Read a stored result without computing anything (None when there is none).
+
+    Raises :class:`RecordError` when a record exists but cannot be trusted (one-line message saying why).
+    Needs only read permission.
+    """
     root = Path(root) if root is not None else results_root(profile)
-    json_path, npz_path = _paths(root, notebook, name, profile)
+    json_path = record_path(root, notebook, name, profile)
     if not json_path.exists():
         return None
-    got = _read(json_path, npz_path)
-    if got is None:
+    data, prov = _read(json_path)
+    return Result(name, data, prov, True, json_path)
+
+
+# ----------------------------------------------------------------------------------------------- writing
+def _fault(point: str) -> None:
+    """Test seam: tests/test_faults.py replaces this to kill or pause a writer at a named point. No-op here."""
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def check_writable(folder: Path) -> None:
+    """Fail in one line (:class:`StoreError`) unless ``folder`` can be created and written, with some free space."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f"{TMP_PREFIX}-probe.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise StoreError(f"results folder {folder} is not writable ({e.strerror or e}); nothing was computed: "
+                         "fix its permissions or set MAELAB_RESULTS_DIR") from None
+    free = shutil.disk_usage(folder).free
+    if free < MIN_FREE_BYTES:
+        raise StoreError(f"results folder {folder} has only {free >> 20} MiB free (at least {MIN_FREE_BYTES >> 20} "
+                         "MiB needed); nothing was computed")
+
+
+@contextlib.contextmanager
+def lock(folder: Path, stem: str, log: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the per-result lock ``folder/.maelab-lock.<stem>`` (exclusive ``flock``); waits for another holder."""
+    path = folder / f"{LOCK_PREFIX}.{stem}"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise StoreError(f"cannot take the lock {path} ({e.strerror or e}); nothing was computed") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if log:
+                log(f"[store] {stem}: another process is writing this result; waiting for it")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write_side(tmpdir: Path, fname: str, b: bytes) -> None:
+    with open(tmpdir / fname, "wb") as f:
+        f.write(b)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _publish(json_path: Path, plain: dict, frames: dict, arrays: dict, provenance: dict) -> tuple[dict, dict]:
+    """Write a whole record into a temp folder, verify it there, then publish it (JSON last); caller holds the lock.
+
+    Returns what a later :func:`load` returns.
+    """
+    folder, stem = json_path.parent, json_path.name[: -len(".json")]
+    _cleanup(folder, stem, keep=None)  # leftovers of writers killed earlier (we hold the lock: none is alive)
+    tmpdir = Path(tempfile.mkdtemp(dir=folder, prefix=f"{TMP_PREFIX}-store.{stem}.{_owner()}."))
+    try:
+        frames_meta, arrays_meta, sides = {}, None, []
+        for key, df in frames.items():
+            b = df.to_csv(index=False).encode()
+            digest = hashlib.sha256(b).hexdigest()
+            fname = f"{stem}.{key}.{digest[:12]}.csv"
+            _write_side(tmpdir, fname, b)
+            frames_meta[key], sides = {"file": fname, "sha256": digest}, sides + [fname]
+        if arrays:
+            buf = io.BytesIO()
+            np.savez_compressed(buf, **arrays)
+            b = buf.getvalue()
+            digest = hashlib.sha256(b).hexdigest()
+            fname = f"{stem}.{digest[:12]}.npz"
+            _write_side(tmpdir, fname, b)
+            arrays_meta, sides = {"file": fname, "keys": sorted(arrays), "sha256": digest}, sides + [fname]
+        record = {"schema": SCHEMA, "provenance": provenance, "data": plain, "frames": frames_meta,
+                  "arrays": arrays_meta}
+        record["sha256"] = record_checksum(record)
+        _write_side(tmpdir, json_path.name, (json.dumps(record, indent=1, sort_keys=True, allow_nan=False)
+                                             + "\n").encode())
+        got = _read(tmpdir / json_path.name)  # verify what is on disk before anyone can see it
+        _fault("before-publish")
+        for fname in sides:
+            os.replace(tmpdir / fname, folder / fname)
+        _fault("side-files-published")
+        os.replace(tmpdir / json_path.name, json_path)
+        _fsync_dir(folder)
+        _fault("json-published")
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    _cleanup(folder, stem, keep=set(sides))
+    return got
+
+
+def _cleanup(folder: Path, stem: str, keep: set[str] | None) -> None:
+    """Remove this record's temp folders; with ``keep``, also its side files that the record no longer names."""
+    for p in folder.glob(f"{TMP_PREFIX}-store.{stem}.*"):
+        shutil.rmtree(p, ignore_errors=True)
+    if keep is None:
+        return
+    for p in folder.glob(f"{stem}.*"):
+        if p.name not in keep and p.suffix in (".csv", ".npz") and p.is_file():
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+
+
+def _provenance(notebook: str, name: str, profile: str, config: dict, seeds: Any, device: Any,
+                wall: float) -> dict:
+    if isinstance(seeds, int):
+        seeds = [seeds]
+    return {
+        "schema": SCHEMA,
+        "notebook": notebook,
+        "name": name,
+        "profile": profile,
+        "config": _canonical(config),
+        "config_hash": config_hash(config),
+        "git": git_state(),
+        "versions": package_versions(),
+        "device": device_description(device),
+        "seeds": list(seeds) if seeds is not None else None,
+        "wall_time_s": round(wall, 3),
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _check_names(name: str, notebook: str, profile: str) -> None:
+    for pname, val in (("name", name), ("notebook", notebook)):
+        if not isinstance(val, str) or not val or not val.replace("_", "a").replace("-", "a").isalnum():
+            raise ParameterError(pname, "a non-empty identifier-like string (letters, digits, _ or -)", val)
+    one_of("profile", profile, PROFILE_ORDER)
+
+
+def save(name: str, config: dict, data: dict, *, notebook: str, profile: str, seeds: list[int] | int | None = None,
+         device: Any = None, root: str | os.PathLike | None = None, wall_time_s: float = 0.0) -> Result:
+    """Store ``data`` as record (notebook, name, profile) unconditionally (checked, locked, all or nothing)."""
+    _check_names(name, notebook, profile)
+    root = Path(root) if root is not None else results_root(profile)
+    json_path = record_path(root, notebook, name, profile)
+    plain, frames, arrays = _split(data)
+    prov = _provenance(notebook, name, profile, config, seeds, device, wall_time_s)
+    check_writable(json_path.parent)
+    with lock(json_path.parent, f"{name}.{profile}"):
+        got = _publish(json_path, plain, frames, arrays, prov)
+    return Result(name, got[0], got[1], False, json_path)
+
+
+def _stored(json_path: Path, h: str, say: Callable[[str], None], quiet: bool = False) -> Result | None:
+    """The stored record if trustworthy and computed from config hash ``h``; reports why not in one line."""
+    if not json_path.exists():
         return None
-    return Result(name, got[0], got[1], True, json_path)
+    try:
+        data, prov = _read(json_path)
+    except OldSchemaError:
+        raise
+    except RecordError as e:
+        if not quiet:  # never silent, even with log=None (quiet: the re-check under the lock, already reported)
+            print(f"[store] {e} -> recomputing", file=sys.stderr, flush=True)
+        return None
+    if prov.get("config_hash") != h:
+        if not quiet:
+            say(f"[store] {json_path.name}: config hash {prov.get('config_hash')} != requested {h} -> recomputing")
+        return None
+    if not quiet:
+        say(f"[store] {json_path.name}: found a stored result with the same config ({h}); loading it")
+    return Result(json_path.name.split(".")[0], data, prov, True, json_path)
 
 
 def load_or_compute(name: str, config: dict, fn: Callable[[], dict], *, notebook: str, profile: str,
@@ -247,86 +531,150 @@ def load_or_compute(name: str, config: dict, fn: Callable[[], dict], *, notebook
     Args:
         name: result name (identifier-like; part of the file name).
         config: everything the result depends on (JSON-able). Its hash decides reuse.
-        fn: ``() -> dict`` computing the result. Values: JSON-able, pandas DataFrames (-> CSV) or arrays/tensors
-            (-> one npz).
+        fn: ``() -> dict`` computing the result. Values: JSON-able (NaN/inf kept), pandas DataFrames (-> CSV) or
+            arrays/tensors (-> one npz).
         notebook, profile: where it goes (``<root>/<notebook>/<name>.<profile>.*``).
         seeds, device: provenance.
         recompute: compute even when a matching result is stored.
         root: results root (default :func:`results_root`).
+        log: where progress lines go (``None``: silent; a tampered record is reported on stderr regardless).
+
+    Raises:
+        StoreError: the results folder is not writable / lockable / full -- before ``fn`` runs.
+        OldSchemaError: the stored record predates the record checksum (run ``python -m maelab.store migrate``).
     """
-    for pname, val in (("name", name), ("notebook", notebook)):
-        if not isinstance(val, str) or not val or not val.replace("_", "a").replace("-", "a").isalnum():
-            raise ParameterError(pname, "a non-empty identifier-like string (letters, digits, _ or -)", val)
-    one_of("profile", profile, PROFILE_ORDER)
+    _check_names(name, notebook, profile)
     if not callable(fn):
         raise ParameterError("fn", "a callable returning a dict", fn)
     root = Path(root) if root is not None else results_root(profile)
     h = config_hash(config)
-    json_path, npz_path = _paths(root, notebook, name, profile)
+    json_path = record_path(root, notebook, name, profile)
     say = log or (lambda s: None)
-
-    if not recompute and json_path.exists():
-        got = _read(json_path, npz_path)
-        if got is None:
-            say(f"[store] {json_path.name}: stored record unreadable or side files changed -> recomputing")
-        elif got[1].get("config_hash") != h:
-            say(f"[store] {json_path.name}: config hash {got[1].get('config_hash')} != requested {h} -> "
-                "recomputing")
-        else:
-            say(f"[store] {json_path.name}: found a stored result with the same config ({h}); loading it")
-            return Result(name, got[0], got[1], True, json_path)
-    elif recompute:
+    if recompute:
         say(f"[store] {name}: recompute requested")
+    else:
+        found = _stored(json_path, h, say)
+        if found is not None:
+            return found
 
-    t0 = time.perf_counter()
-    out = fn()
-    wall = time.perf_counter() - t0
-    if not isinstance(out, dict):
-        raise ParameterError("fn", "a callable returning a dict", type(out).__name__)
-    plain, frames, arrays = _split(out)
-
-    frames_meta, arrays_meta = {}, None
-    for key, df in frames.items():
-        p = json_path.parent / f"{name}.{profile}.{key}.csv"
-        with atomic_path(p) as tmp:
-            df.to_csv(tmp, index=False)
-        frames_meta[key] = {"file": p.name, "sha256": _sha256_file(p)}
-    if arrays:
-        with atomic_path(npz_path) as tmp:
-            with open(tmp, "wb") as f:
-                np.savez_compressed(f, **arrays)
-        arrays_meta = {"file": npz_path.name, "keys": sorted(arrays), "sha256": _sha256_file(npz_path)}
-    elif npz_path.exists():
-        npz_path.unlink()
-
-    if isinstance(seeds, int):
-        seeds = [seeds]
-    provenance = {
-        "schema": SCHEMA,
-        "notebook": notebook,
-        "name": name,
-        "profile": profile,
-        "config": _canonical(config),
-        "config_hash": h,
-        "git": git_state(),
-        "versions": package_versions(),
-        "device": device_description(device),
-        "seeds": list(seeds) if seeds is not None else None,
-        "wall_time_s": round(wall, 3),
-        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-    record = {"provenance": provenance, "data": plain, "frames": frames_meta, "arrays": arrays_meta}
-    with atomic_path(json_path) as tmp:
-        tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    # ---- compute path: nothing usable is stored ----
+    check_writable(json_path.parent)
+    with lock(json_path.parent, f"{name}.{profile}", say):
+        if not recompute:  # another process may have stored it while we waited for the lock
+            found = _stored(json_path, h, say, quiet=True)
+            if found is not None:
+                say(f"[store] {json_path.name}: stored by another process meanwhile; loading it")
+                return found
+        t0 = time.perf_counter()
+        out = fn()
+        wall = time.perf_counter() - t0
+        if not isinstance(out, dict):
+            raise ParameterError("fn", "a callable returning a dict", type(out).__name__)
+        plain, frames, arrays = _split(out)
+        prov = _provenance(notebook, name, profile, config, seeds, device, wall)
+        got = _publish(json_path, plain, frames, arrays, prov)
     say(f"[store] {json_path.name}: computed in {wall:.1f} s and stored")
-    data = dict(plain)
-    data.update(_read(json_path, npz_path)[0])  # return exactly what a later load returns
-    return Result(name, data, provenance, False, json_path)
+    return Result(name, got[0], got[1], False, json_path)
 
 
 def stored_profiles(notebook: str, root: Path | None = None) -> list[str]:
     """Profiles with at least one stored record for ``notebook`` under the committed root, best first."""
     root = Path(root) if root is not None else results_root()
     folder = root / notebook
-    found = {p.name.split(".")[-2] for p in folder.glob("*.json")} if folder.exists() else set()
+    found = ({p.name.split(".")[-2] for p in folder.glob("*.json") if not p.name.startswith(".")}
+             if folder.exists() else set())
     return [p for p in PROFILE_ORDER if p in found]
+
+
+# ----------------------------------------------------------------------------------------------- migrate / check
+def _records(root: Path) -> list[Path]:
+    return sorted(p for p in root.glob("*/*.json") if not p.name.startswith("."))
+
+
+def migrate_record(json_path: Path) -> str:
+    """Upgrade one schema-1 record in place (adds ``schema`` and ``sha256``; values and side files untouched).
+
+    Returns ``"current"`` (already schema 2 and valid) or ``"upgraded"``; :class:`RecordError` when the record is
+    unreadable or its side files do not match their recorded SHA-256 (then nothing is written).
+    """
+    try:
+        record = json.loads(json_path.read_text())
+    except (OSError, ValueError) as e:
+        raise RecordError(f"{json_path}: unreadable ({type(e).__name__})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("provenance"), dict):
+        raise RecordError(f"{json_path}: not a maelab record")
+    if record.get("schema") is not None:
+        _read(json_path)  # must verify as it is
+        return "current"
+    if record["provenance"].get("schema") != 1:
+        raise RecordError(f"{json_path}: unknown record format {record['provenance'].get('schema')!r}")
+    stem = json_path.name[: -len(".json")]
+    raw = json_path.read_bytes()
+    for meta in list((record.get("frames") or {}).values()) + ([record["arrays"]] if record.get("arrays") else []):
+        _side_bytes(json_path, meta, stem, raw)
+    record["provenance"]["migrated_from_schema"] = 1
+    record = {"schema": SCHEMA, **{k: v for k, v in record.items() if k != "sha256"}}
+    record["sha256"] = record_checksum(record)
+    with lock(json_path.parent, stem), atomic_path(json_path) as tmp:
+        tmp.write_text(json.dumps(record, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    _read(json_path)
+    return "upgraded"
+
+
+def migrate(root: str | os.PathLike, log: Callable[[str], None] = print) -> dict[str, int]:
+    """Upgrade every record under ``root`` to the current format (idempotent); counts by outcome."""
+    counts = {"upgraded": 0, "current": 0, "failed": 0}
+    for p in _records(Path(root)):
+        try:
+            outcome = migrate_record(p)
+        except RecordError as e:
+            outcome = "failed"
+            log(f"[migrate] FAILED {e}")
+        else:
+            if outcome == "upgraded":
+                log(f"[migrate] upgraded {p}")
+        counts[outcome] += 1
+    log(f"[migrate] {root}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return counts
+
+
+def check(root: str | os.PathLike, log: Callable[[str], None] = print) -> int:
+    """Verify every record under ``root`` and list stray files (temp files, unreferenced side files); problems."""
+    root, problems, named = Path(root), 0, set()
+    for p in _records(root):
+        try:
+            _read(p)
+            rec = json.loads(p.read_text())
+            named |= {m["file"] for m in (rec.get("frames") or {}).values()}
+            named |= {rec["arrays"]["file"]} if rec.get("arrays") else set()
+        except RecordError as e:
+            problems += 1
+            log(f"[check] {e}")
+    for p in sorted(root.glob("*/*")):
+        stray = p.name.startswith(TMP_PREFIX) or (p.suffix in (".csv", ".npz") and p.name not in named)
+        if stray:
+            problems += 1
+            log(f"[check] stray file: {p}")
+    log(f"[check] {root}: {len(_records(root))} records, {problems} problems")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m maelab.store", description="maintain a maelab results folder")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for cmd, text in (("migrate", "upgrade old records in place (adds checksums; values untouched)"),
+                      ("check", "verify every record and list stray files")):
+        p = sub.add_parser(cmd, help=text)
+        p.add_argument("root", nargs="?", type=Path, default=None, help="results root (default data/results)")
+    a = ap.parse_args(argv)
+    root = a.root if a.root is not None else results_root()
+    if not root.is_dir():
+        print(f"error: results root {root} is not a folder", file=sys.stderr)
+        return 1
+    if a.cmd == "migrate":
+        return 1 if migrate(root)["failed"] else 0
+    return 1 if check(root) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
