@@ -14,7 +14,8 @@ How (nothing is computed):
 2. Each logged request is checked against the stored record, which is re-keyed only if
    (a) its config's ``profile`` equals the request's;
    (b) every other key of its config except ``settings`` is in the request with the same value (the new code only
-       adds the settings it reads);
+       adds the settings it reads) -- a ``sources`` list of other results' hashes with those results' new hashes
+       (in record mode the store hands results on under their requested keys);
    (c) its config's ``settings`` -- every setting the result was computed with -- equal the notebook's current
        settings for that profile, so every setting value the request lists is the one the result was computed
        with. The requests also list ``seed`` (the notebook's ``seed`` parameter) where the computation reads it:
@@ -76,13 +77,18 @@ def record_requests(runs: list[tuple[str, str]], log: Path, out_dir: Path) -> li
     return list({r["path"]: r for r in map(json.loads, lines)}.values())  # one request per record
 
 
-def check(request: dict, record: dict) -> str | None:
-    """Why the stored record may not take the requested key (None: it may)."""
+def check(request: dict, record: dict, rekeyed: dict[str, str]) -> str | None:
+    """Why the stored record may not take the requested key (None: it may). ``rekeyed``: old hash -> new hash of
+    every record re-keyed in this run (a config listing its sources' hashes lists their new ones)."""
     old, new = record["provenance"]["config"], request["config"]
     if old.get("profile") != new.get("profile"):
         return f"profile {old.get('profile')!r} != requested {new.get('profile')!r}"
     for k, v in old.items():
-        if k != "settings" and new.get(k, object()) != v:
+        if k == "settings":
+            continue
+        if k == "sources" and isinstance(v, list) and [rekeyed.get(h, h) for h in v] == new.get(k):
+            continue
+        if new.get(k, object()) != v:
             return f"stored config key {k!r} = {v!r} is not in the request unchanged"
     if "settings" not in old:
         return "stored config has no 'settings' (not a pre-change record)"
@@ -93,14 +99,14 @@ def check(request: dict, record: dict) -> str | None:
     return None
 
 
-def rekey(request: dict, commit: str, dry_run: bool) -> str | None:
+def rekey(request: dict, commit: str, dry_run: bool, rekeyed: dict[str, str]) -> str | None:
     """Re-key one record; returns the reason it was refused, else None."""
     path = Path(request["path"])
     record = json.loads(path.read_text())
     prov = record["provenance"]
     if prov.get("config_hash") == request["config_hash"]:
         return None  # already done
-    why = check(request, record)
+    why = check(request, record, rekeyed)
     if why is not None:
         return why
     if store.config_hash(request["config"]) != request["config_hash"]:
@@ -122,8 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="maelab-migrate-") as tmp:
         requests = record_requests(committed_runs(root), Path(tmp) / "requests.jsonl", Path(tmp) / "executed")
     refused = 0
+    rekeyed = {r["stored_hash"]: r["config_hash"] for r in requests if r["stored_hash"]}
     for req in requests:
-        why = rekey(req, commit, a.dry_run)
+        why = rekey(req, commit, a.dry_run, rekeyed)
         label = f"{req['notebook']}/{req['name']}.{req['profile']}"
         if why is None:
             print(f"re-keyed {label}: {req['stored_hash']} -> {req['config_hash']}" + (" (dry run)" if a.dry_run

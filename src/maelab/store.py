@@ -252,8 +252,9 @@ def _no_compute(name: str, config: dict, h: str, notebook: str, profile: str, js
                 npz_path: Path) -> Result | None:
     """Called just before computing. ``$MAELAB_NO_COMPUTE`` unset (or ``0``): None (compute). ``1``: raise a
     one-line :class:`StoreMiss`. ``record`` (used only by ``scripts/migrate_result_keys.py``): append the request
-    to ``$MAELAB_NO_COMPUTE_LOG`` (JSON lines) and return the stored record under its old key, so that one run
-    lists every result whose key changed."""
+    to ``$MAELAB_NO_COMPUTE_LOG`` (JSON lines) and return the stored record as if stored under the requested key,
+    so that one run lists every result whose key changed (and results keyed by their sources' hashes see the new
+    ones)."""
     mode = os.environ.get(NO_COMPUTE_ENV, "")
     if mode in ("", "0") or name in NO_COMPUTE_EXEMPT:
         return None
@@ -263,7 +264,7 @@ def _no_compute(name: str, config: dict, h: str, notebook: str, profile: str, js
         with open(os.environ["MAELAB_NO_COMPUTE_LOG"], "a") as f:
             f.write(json.dumps({"notebook": notebook, "name": name, "profile": profile, "path": str(json_path),
                                 "config": _canonical(config), "config_hash": h, "stored_hash": stored}) + "\n")
-        return Result(name, got[0], got[1], True, json_path)
+        return Result(name, got[0], {**got[1], "config": _canonical(config), "config_hash": h}, True, json_path)
     raise StoreMiss(f"{notebook}/{name}.{profile}: no stored result with config hash {h} "
                     f"(stored: {stored})")
 
