@@ -197,3 +197,19 @@ def test_no_compute_mode_raises_a_one_line_store_miss(tmp_path, monkeypatch):
                                  root=tmp_path)["x"] == 2
     assert store.load_or_compute("claims", {"c": 1}, lambda: {"c": 1}, notebook="nb", profile="cpu",
                                  root=tmp_path)["c"] == 1
+
+
+def test_every_setting_a_notebook_reads_exists():
+    """``S.<name>`` in a notebook's code names a field of its settings class (a typo fails here, not mid-run)."""
+    import ast
+
+    import jupytext
+
+    methods = {"pick", "as_dict", "docs", "field_names", "for_profile"}
+    for name in book.notebooks_in_order():
+        fields = set(profiles.settings_class(name).field_names()) | methods
+        nb = jupytext.read(store.repo_root() / "notebooks" / f"{name}.md")
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        used = {n.attr for n in ast.walk(ast.parse(code))
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "S"}
+        assert used <= fields, f"{name}: {sorted(used - fields)}"

@@ -108,7 +108,8 @@ class ZhangUMAESettings(NotebookSettings):
                            "training images, for all datasets or {dataset: n}", per_key(is_int(), _IMAGE_DATASETS))
     n_test: int = setting(1000, "test images", is_int(2))
     epochs: Any = setting({"shapes": 25, "mnist10k": 40, "cifar10": 40},
-                          "pre-training epochs, for all datasets or {dataset: epochs}", per_key(is_int(), _IMAGE_DATASETS))
+                          "pre-training epochs, for all datasets or {dataset: epochs}",
+                          per_key(is_int(), _IMAGE_DATASETS))
     batch_size: int = setting(128, "batch size", is_int())
     blr: float = setting(1e-2, "base learning rate: peak lr = blr * batch / 256", is_number(0.0, low_open=True))
     warmup_epochs: float = setting(2, "linear warm-up epochs", is_number(0.0))
