@@ -66,7 +66,7 @@ def test_scoreboard_reads_stored_evidence(smoke_run, monkeypatch):
 
 @pytest.mark.parametrize("params, expected", [
     ({"profile": "huge"}, "ParameterError: profile must be one of 'smoke', 'cpu', 'gpu'; got 'huge'"),
-    ({"profile": "smoke", "mask_ratio": 1.5}, "ParameterError: mask_ratio must be a number in [0.0, 1.0); got 1.5"),
+    ({"profile": "smoke", "mask_ratio": 1.5}, "ParameterError: mask_ratio must be a number in (0.0, 1.0); got 1.5"),
 ])
 def test_bad_parameter_injected_by_papermill_fails_in_one_line(tmp_path, monkeypatch, params, expected):
     monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path / "results"))

@@ -13,7 +13,7 @@ In a notebook::
 
 From the shell (``make book`` does both)::
 
-    python -m maelab.book run --profile auto [--only masking] [--recompute]
+    python -m maelab.book run --profile auto [--only masking] [--recompute] [-p mask_ratio=0.3] [--no-compute]
     python -m maelab.book build [--strict]
 
 ``--profile auto`` runs each notebook with the best profile that has committed results (gpu > cpu), else cpu.
@@ -36,7 +36,7 @@ from . import claims as claims_mod
 from . import store
 from ._util import TMP_PREFIX, progress_enabled, resolve_device, seed_everything
 from ._validate import ParameterError
-from .profiles import NOTEBOOKS, PROFILE_NAMES, settings, validate_params
+from .profiles import CORE_PARAMS, PROFILE_NAMES, NotebookSettings, settings_class, validate_core
 
 LAST = ("scoreboard",)  # notebooks that read other notebooks' results run last
 # A claims record is kept as stored when its sources are unchanged and the new evidence equals the stored one
@@ -60,7 +60,7 @@ class Context:
     recompute: bool
     progress: bool
     params: dict
-    settings: dict
+    settings: NotebookSettings
     results: list = dataclasses.field(default_factory=list)
     _claims: dict = dataclasses.field(default_factory=dict)
     _claim_keys: dict = dataclasses.field(default_factory=dict)
@@ -68,9 +68,13 @@ class Context:
     def load_or_compute(self, name: str, config: dict, fn: Callable[[], dict], seeds=None) -> store.Result:
         """:func:`maelab.store.load_or_compute` with this notebook's profile, seed, device and recompute flag.
 
-        ``config`` gets the profile and the notebook's profile settings added, so a settings change recomputes.
+        ``config`` must list everything ``fn`` reads, e.g. ``{"what": ..., **ctx.settings.pick("n", "k"),
+        "seed": ctx.seed}``; only the profile is added. A result hashes only what it reads, so changing a setting
+        it does not read keeps it, and a setting missing from ``config`` would let a stale result be reused.
         """
-        full = {"profile": self.profile, "settings": self.settings, **config}
+        if "profile" in config:
+            raise ParameterError("config key", "not 'profile' (Context adds it)", "profile")
+        full = {"profile": self.profile, **config}
         res = store.load_or_compute(name, full, fn, notebook=self.notebook, profile=self.profile,
                                     seeds=seeds if seeds is not None else [self.seed], device=self.device,
                                     recompute=self.recompute)
@@ -158,23 +162,21 @@ class Context:
 
 def setup(notebook: str, *, profile: str, seed: int = 0, device: str = "auto", recompute: bool = False,
           progress: bool | None = None, **params: Any) -> Context:
-    """Validate a notebook's parameters (one-line ParameterError on the first bad one) and build its context."""
-    if notebook not in NOTEBOOKS:
-        raise ParameterError("notebook", "one of " + ", ".join(NOTEBOOKS), notebook)
-    checked = validate_params({"profile": profile, "seed": seed, "device": device, "recompute": recompute,
-                               "progress": progress, **params})
+    """Validate a notebook's parameters (one-line ParameterError on the first bad one) and build its context.
+
+    ``params`` name fields of the notebook's settings class (``None`` keeps the profile's value); any other name
+    is an error listing the allowed ones.
+    """
+    cls = settings_class(notebook)
+    checked = validate_core({"profile": profile, "seed": seed, "device": device, "recompute": recompute,
+                             "progress": progress})
+    extra = {k: v for k, v in params.items() if v is not None}
+    S = cls.for_profile(checked["profile"], **extra)  # unknown names and bad values: one-line ParameterError
     dev = resolve_device(checked["device"])
     seed_everything(checked["seed"])
-    extra = {k: v for k, v in checked.items() if k not in ("profile", "seed", "device", "recompute", "progress")}
-    prof = settings(notebook, checked["profile"])
-    # a parameter named like a profile setting overrides it (None keeps the profile's value)
-    unknown = [k for k, v in extra.items() if v is not None and k not in prof]
-    if unknown:
-        raise ParameterError(unknown[0], f"a setting of notebook {notebook!r} (" + ", ".join(prof) + ")", extra[unknown[0]])
-    prof.update({k: v for k, v in extra.items() if v is not None})
     return Context(notebook=notebook, profile=checked["profile"], seed=checked["seed"], device=dev,
                    recompute=checked["recompute"], progress=progress_enabled(checked["progress"]), params=extra,
-                   settings=prof)
+                   settings=S)
 
 
 def format_value(ev: claims_mod.Evidence) -> str:
@@ -324,6 +326,61 @@ class NotebookFailed(RuntimeError):
     pass
 
 
+RUNNER_FLAGS = ("profile", "recompute", "device")  # set by the runner's own options, not by -p
+
+
+def notebook_parameters(name: str, root: Path | None = None) -> tuple[str, ...]:
+    """Names assigned in the code cell tagged ``parameters`` of notebooks/NAME.md (what papermill may inject)."""
+    import ast
+
+    import jupytext
+
+    root = root or store.repo_root()
+    src = root / "notebooks" / f"{name}.md"
+    if not src.exists():
+        raise ParameterError("notebook", "one of " + ", ".join(notebooks_in_order(root)), name)
+    for cell in jupytext.read(src).cells:
+        if cell.cell_type == "code" and "parameters" in cell.metadata.get("tags", []):
+            names: list[str] = []
+            for node in ast.parse(cell.source).body:
+                targets = node.targets if isinstance(node, ast.Assign) else (
+                    [node.target] if isinstance(node, ast.AnnAssign) else [])
+                for t in targets:
+                    names += [e.id for e in (t.elts if isinstance(t, ast.Tuple) else [t]) if isinstance(e, ast.Name)]
+            return tuple(dict.fromkeys(names))
+    raise NotebookFailed(f"notebook {name} (notebooks/{name}.md) has no code cell tagged 'parameters'")
+
+
+def check_parameters(name: str, profile: str, params: dict[str, Any], root: Path | None = None) -> None:
+    """Reject, before papermill starts, a parameter that notebook ``name`` does not declare or a bad value.
+
+    Allowed: the names of its ``parameters`` cell other than the runner's own options (profile, recompute,
+    device). Values: core ones by :func:`maelab.profiles.validate_core`, the rest by the notebook's settings
+    class for ``profile`` (so ``mask_ratio=0`` on the masking page fails here, in one line).
+    """
+    allowed = [n for n in notebook_parameters(name, root) if n not in RUNNER_FLAGS]
+    for k, v in params.items():
+        if k not in allowed:
+            raise ParameterError(k, f"a parameter of notebook {name!r} (" + ", ".join(allowed) + ")", v)
+    validate_core({k: v for k, v in params.items() if k in CORE_PARAMS})
+    settings_class(name).for_profile(profile, **{k: v for k, v in params.items()
+                                                 if k not in CORE_PARAMS and v is not None})
+
+
+def parse_parameter(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` -> (name, value); VALUE is a Python literal (``ast.literal_eval``), else the plain string."""
+    import ast
+
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise ParameterError("-p", "NAME=VALUE with NAME an identifier, e.g. -p mask_ratio=0.3", text)
+    try:
+        return name, ast.literal_eval(raw.strip())
+    except (ValueError, SyntaxError):
+        return name, raw.strip()
+
+
 def run_notebook(name: str, profile: str, out_dir: Path, *, recompute: bool = False, device: str = "auto",
                  extra: dict | None = None, root: Path | None = None) -> Path:
     """Execute notebooks/NAME.md through papermill into out_dir/NAME.ipynb; NotebookFailed names the cell.
@@ -390,13 +447,15 @@ def run(profile: str = "auto", only: list[str] | None = None, out_dir: Path | No
         if bad:
             raise ParameterError("only", "notebook names among " + ", ".join(names), bad[0])
         names = [n for n in names if n in only]
-    outs = []
+    plan = []
     for name in names:
         prof = "cpu" if (profile == "auto" and name in LAST) else choose_profile(name, profile)
         if profile == "smoke":
             prof = "smoke"
-        outs.append(run_notebook(name, prof, out_dir, recompute=recompute, device=device, extra=extra, root=root))
-    return outs
+        check_parameters(name, prof, extra or {}, root)  # every notebook checked before the first one runs
+        plan.append((name, prof))
+    return [run_notebook(name, prof, out_dir, recompute=recompute, device=device, extra=extra, root=root)
+            for name, prof in plan]
 
 
 def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
@@ -473,8 +532,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="execute notebooks through papermill")
     r.add_argument("--profile", default="auto", help="auto (best committed, else cpu) | smoke | cpu | gpu")
-    r.add_argument("--only", nargs="*", help="notebook names (leave out to run all; at least one if given)")
+    r.add_argument("--only", nargs="+", help="notebook names (leave out to run all; at least one if given)")
     r.add_argument("--recompute", action="store_true", help="ignore stored results")
+    r.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a notebook parameter (repeatable; VALUE a Python literal), checked before running")
+    r.add_argument("--no-compute", action="store_true",
+                   help="fail (StoreMiss) instead of computing a result that is not stored (claims records excepted)")
     r.add_argument("--device", default="auto")
     r.add_argument("--out", type=Path, help="folder for executed notebooks (default _build/executed)")
     r.add_argument("--results-dir", type=Path, help="results root (default data/results; smoke: .cache)")
@@ -488,7 +551,10 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "run":
             if a.results_dir:
                 os.environ["MAELAB_RESULTS_DIR"] = str(a.results_dir.resolve())
-            run(a.profile, a.only, a.out, a.recompute, a.device)
+            if a.no_compute:
+                os.environ[store.NO_COMPUTE_ENV] = "1"  # inherited by the papermill kernels
+            params = dict(parse_parameter(t) for t in a.param)
+            run(a.profile, a.only, a.out, a.recompute, a.device, extra=params)
         elif a.cmd == "build":
             build(a.executed, a.out, a.strict)
         else:

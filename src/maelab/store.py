@@ -523,6 +523,38 @@ def _stored(json_path: Path, h: str, say: Callable[[str], None], quiet: bool = F
     return Result(json_path.name.split(".")[0], data, prov, True, json_path)
 
 
+# ----------------------------------------------------------------------------------------------- no-compute mode
+NO_COMPUTE_ENV = "MAELAB_NO_COMPUTE"
+NO_COMPUTE_EXEMPT = ("claims",)  # derived from other results and cheap: rewritten even in no-compute mode
+
+
+class StoreMiss(RuntimeError):
+    """No stored result matches the request and ``$MAELAB_NO_COMPUTE`` forbids computing it."""
+
+
+def _no_compute(name: str, config: dict, h: str, notebook: str, profile: str, json_path: Path) -> Result | None:
+    """Called just before computing. ``$MAELAB_NO_COMPUTE`` unset (or ``0``): None (compute). ``1``: raise a
+    one-line :class:`StoreMiss`. ``record`` (used only by ``scripts/migrate_result_keys.py``): append the request
+    to ``$MAELAB_NO_COMPUTE_LOG`` (JSON lines) and return the stored record as if stored under the requested key,
+    so that one run lists every result whose key changed (and results keyed by their sources' hashes see the new
+    ones)."""
+    mode = os.environ.get(NO_COMPUTE_ENV, "")
+    if mode in ("", "0") or name in NO_COMPUTE_EXEMPT:
+        return None
+    try:
+        got = _read(json_path) if json_path.exists() else None
+    except RecordError:
+        got = None
+    stored = got[1].get("config_hash") if got else None
+    if mode == "record" and got is not None and os.environ.get("MAELAB_NO_COMPUTE_LOG"):
+        with open(os.environ["MAELAB_NO_COMPUTE_LOG"], "a") as f:
+            f.write(json.dumps({"notebook": notebook, "name": name, "profile": profile, "path": str(json_path),
+                                "config": _canonical(config), "config_hash": h, "stored_hash": stored}) + "\n")
+        return Result(name, got[0], {**got[1], "config": _canonical(config), "config_hash": h}, True, json_path)
+    raise StoreMiss(f"{notebook}/{name}.{profile}: no stored result with config hash {h} "
+                    f"(stored: {stored})")
+
+
 def load_or_compute(name: str, config: dict, fn: Callable[[], dict], *, notebook: str, profile: str,
                     seeds: list[int] | int | None = None, device: Any = None, recompute: bool = False,
                     root: str | os.PathLike | None = None, log: Callable[[str], None] | None = print) -> Result:
@@ -558,6 +590,9 @@ def load_or_compute(name: str, config: dict, fn: Callable[[], dict], *, notebook
             return found
 
     # ---- compute path: nothing usable is stored ----
+    hit = _no_compute(name, config, h, notebook, profile, json_path)
+    if hit is not None:
+        return hit
     check_writable(json_path.parent)
     with lock(json_path.parent, f"{name}.{profile}", say):
         if not recompute:  # another process may have stored it while we waited for the lock
