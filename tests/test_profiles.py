@@ -146,12 +146,6 @@ def test_parameters_cell_and_parameter_parsing():
         book.parse_parameter("mask_ratio")
 
 
-def test_only_needs_at_least_one_name():
-    with pytest.raises(SystemExit):
-        book.main(["run", "--only"])
-
-
-# ----------------------------------------------------------------------------------------------- what a key hashes
 def test_a_result_hashes_only_the_settings_it_reads(tmp_path, monkeypatch):
     """Changing a setting the computation does not read keeps the stored result; changing one it reads does not."""
     monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path))

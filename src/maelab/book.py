@@ -532,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="execute notebooks through papermill")
     r.add_argument("--profile", default="auto", help="auto (best committed, else cpu) | smoke | cpu | gpu")
-    r.add_argument("--only", nargs="+", help="notebook names (leave out to run all; at least one if given)")
+    r.add_argument("--only", nargs="*", help="notebook names (leave out to run all; at least one if given)")
     r.add_argument("--recompute", action="store_true", help="ignore stored results")
     r.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                    help="a notebook parameter (repeatable; VALUE a Python literal), checked before running")
