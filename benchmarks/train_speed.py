@@ -22,7 +22,9 @@ Model-FLOPs utilisation: each model's FLOPs per training step are counted with :
 (forward + backward, the optimizer excluded, attention counted as its matrix products) and turned into achieved
 FLOP/s = FLOPs per step / batch x images/s, and MFU = achieved / peak, with peak = the H100 SXM's dense bf16 peak
 (:data:`maelab.cost.H100_PEAK_BF16_FLOPS`, 989 TFLOP/s; on another GPU read MFU relative to that H100 number) on
-CUDA, and this CPU's measured float32 GEMM throughput on CPU. Results go to ``benchmarks/results/train_speed-<device>-<utc>.json`` (atomically)
+CUDA, and this CPU's measured float32 GEMM throughput on CPU.
+
+Results go to ``benchmarks/results/train_speed-<device>-<utc>.json`` (atomically)
 with provenance. ``lightly`` is optional: run with an interpreter that has it (see ``benchmarks/README.md``); without
 it the peer is recorded as skipped.
 

@@ -177,8 +177,8 @@ def summary(df: pd.DataFrame, pr: pd.DataFrame) -> pd.DataFrame:
                     "train ratio (all runs)": r["train s (predicted)"].sum() / r["train s (measured)"].sum(),
                     "train ratio (undisturbed)": ok["train s (predicted)"].sum() / ok["train s (measured)"].sum(),
                     "median run ratio": r["ratio"].median(), "runs within x1.5": f"{int(within.sum())}/{len(r)}",
-                    "wall ratio (fresh results)": (fresh["total min (predicted)"].sum()
-                                                   / fresh["wall min (measured)"].sum()) if len(fresh) else float("nan")})
+                    "wall ratio (fresh results)": float("nan") if not len(fresh) else
+                    fresh["total min (predicted)"].sum() / fresh["wall min (measured)"].sum()})
     return pd.DataFrame(out)
 
 

@@ -40,12 +40,12 @@ minutes = FLOPs / achieved throughput (with a per-op floor on the GPU):
 * **CPU**: measured, not assumed. :func:`calibrate_cpu` times a few training steps (forward + backward + AdamW,
   float32, one process) of the ``micro`` and ``small`` MAEs and a feature-extraction forward pass, plus a float32
   GEMM (the machine's practical matmul peak), each timed as the fastest of several repetitions (the
-  least disturbed by other jobs on a shared machine, see :class:`CpuCalibration`), and caches the result in ``.cache/cost/`` keyed by CPU model name,
-  core count, torch version and thread count. A run's step is converted with the achieved FLOP/s of the calibration
+  least disturbed by other jobs on a shared machine, see :class:`CpuCalibration`), and caches the result in
+  ``.cache/cost/`` keyed by CPU model name, core count, torch version and thread count. A run's step is converted with the achieved FLOP/s of the calibration
   point of similar work per step (log-log interpolation in FLOPs per step, clamped at the ends).
 
 Only FLOP-bearing work is modelled: scikit-learn probes, k-NN, t-SNE, Jacobians and other analysis code are not
-(:func:`maelab.cost` says how close it gets in ``scripts/check_cost_model.py``).
+(``scripts/check_cost_model.py`` says how close the model gets on the committed cpu results).
 """
 from __future__ import annotations
 
@@ -147,7 +147,8 @@ def _input(model: nn.Module, batch_size: int, device="meta") -> torch.Tensor:
     base = getattr(model, "backbone", model)  # EncoderClassifier -> its self-supervised model
     c, s = getattr(base, "in_chans", None), getattr(base, "img_size", None)
     if not isinstance(c, int) or not isinstance(s, int):
-        raise ParameterError("model", "a model with integer in_chans and img_size (maelab.models)", type(model).__name__)
+        raise ParameterError("model", "a model with integer in_chans and img_size (maelab.models)",
+                             type(model).__name__)
     return torch.zeros(batch_size, c, s, s, device=device)
 
 
