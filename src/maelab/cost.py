@@ -41,8 +41,9 @@ minutes = FLOPs / achieved throughput (with a per-op floor on the GPU):
   float32, one process) of the ``micro`` and ``small`` MAEs and a feature-extraction forward pass, plus a float32
   GEMM (the machine's practical matmul peak), each timed as the fastest of several repetitions (the
   least disturbed by other jobs on a shared machine, see :class:`CpuCalibration`), and caches the result in
-  ``.cache/cost/`` keyed by CPU model name, core count, torch version and thread count. A run's step is converted with the achieved FLOP/s of the calibration
-  point of similar work per step (log-log interpolation in FLOPs per step, clamped at the ends).
+  ``.cache/cost/`` keyed by CPU model name, core count, torch version and thread count. A run's step is converted
+  with the achieved FLOP/s of the calibration point of similar work per step (log-log interpolation in FLOPs per
+  step, clamped at the ends).
 
 Only FLOP-bearing work is modelled: scikit-learn probes, k-NN, t-SNE, Jacobians and other analysis code are not
 (``scripts/check_cost_model.py`` says how close the model gets on the committed cpu results).
