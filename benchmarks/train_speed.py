@@ -16,7 +16,15 @@ For each configuration and each model (``maelab`` and the ``lightly`` peer with 
   the model's own speed, so ``bare - trainer`` is the trainer's overhead.
 
 On CUDA: bf16 autocast (``amp="auto"``), TF32 matmuls, timm's fused attention (``scaled_dot_product_attention``;
-both models use timm ``Block``s). Results go to ``benchmarks/results/train_speed-<device>-<utc>.json`` (atomically)
+both models use timm ``Block``s). ``--device cuda`` on a machine without CUDA stops with one line.
+
+Model-FLOPs utilisation: each model's FLOPs per training step are counted with :func:`maelab.cost.step_flops`
+(forward + backward, the optimizer excluded, attention counted as its matrix products) and turned into achieved
+FLOP/s = FLOPs per step / batch x images/s, and MFU = achieved / peak, with peak = the H100 SXM's dense bf16 peak
+(:data:`maelab.cost.H100_PEAK_BF16_FLOPS`, 989 TFLOP/s; on another GPU read MFU relative to that H100 number) on
+CUDA, and this CPU's measured float32 GEMM throughput on CPU.
+
+Results go to ``benchmarks/results/train_speed-<device>-<utc>.json`` (atomically)
 with provenance. ``lightly`` is optional: run with an interpreter that has it (see ``benchmarks/README.md``); without
 it the peer is recorded as skipped.
 
@@ -42,7 +50,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import maelab
-from maelab import models
+from maelab import cost, models
 from maelab._util import atomic_path, device_name, resolve_device
 from maelab.train import TrainConfig, param_groups, train
 from maelab.train.distributed import _Runtime
@@ -164,6 +172,39 @@ def bench_bare(model, data, batch, iters, warmup, device) -> float:
     return batch * iters / (time.perf_counter() - t0)
 
 
+def achieved_flops_per_s(flops_per_step: float, batch: int, images_per_s: float) -> float:
+    """FLOP/s achieved by a training loop doing ``flops_per_step`` per batch of ``batch`` at ``images_per_s``."""
+    return flops_per_step / batch * images_per_s
+
+
+def mfu(flops_per_step: float, batch: int, images_per_s: float, peak_flops_per_s: float) -> float:
+    """Model-FLOPs utilisation: achieved FLOP/s (:func:`achieved_flops_per_s`) / ``peak_flops_per_s``."""
+    return achieved_flops_per_s(flops_per_step, batch, images_per_s) / peak_flops_per_s
+
+
+def peak_for(device) -> tuple[float, str]:
+    """(peak FLOP/s, where it comes from) for the MFU denominator on ``device``."""
+    if device.type == "cuda":
+        return cost.H100_PEAK_BF16_FLOPS, "H100 SXM dense bf16 peak, NVIDIA datasheet (maelab.cost)"
+    gemm, _ = cost._matmul()
+    return gemm, "this CPU's float32 1024^3 GEMM, best of 20 (maelab.cost)"
+
+
+def _flops_per_step(model, batch) -> int | None:
+    try:
+        return cost.step_flops(model, batch).flops
+    except Exception:  # noqa: BLE001 - the peer may not run on the meta device; MFU is then left out
+        return None
+
+
+def cuda_missing(device_arg: str) -> str | None:
+    """The one-line message when ``device_arg`` asks for CUDA on a machine without it, else None."""
+    if str(device_arg).startswith("cuda") and not torch.cuda.is_available():
+        return (f"train_speed: --device {device_arg} needs a CUDA GPU, but torch.cuda.is_available() is False on "
+                "this machine; run with --device cpu (or on a machine with a GPU)")
+    return None
+
+
 def _git_commit():
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
@@ -175,7 +216,7 @@ def _git_commit():
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="few iterations (smoke run / CPU)")
-    p.add_argument("--device", default="auto")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
     p.add_argument("--configs", nargs="*", default=list(CONFIGS), choices=list(CONFIGS))
     p.add_argument("--iters", type=int, default=None, help="override iterations per measurement")
     p.add_argument("--batch-size", type=int, default=None, help="override batch size for every config")
@@ -183,7 +224,12 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="output JSON (default benchmarks/results/train_speed-...json)")
     args = p.parse_args(argv)
 
+    missing = cuda_missing(args.device)
+    if missing:
+        print(missing, file=sys.stderr)
+        return 2
     device = resolve_device(args.device)
+    peak, peak_source = peak_for(device)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -210,8 +256,10 @@ def main(argv=None) -> int:
             "argv": sys.argv[1:] if argv is None else list(argv), "quick": args.quick,
             "amp": "bf16 autocast" if device.type == "cuda" else "off (float32)",
             "fused_attention": bool(use_fused_attn()), "tf32": device.type == "cuda",
+            "peak_flops_per_s": peak, "peak_source": peak_source,
         },
-        "units": "images per second (training: forward + backward + AdamW step)",
+        "units": "images per second (training: forward + backward + AdamW step); mfu = model FLOPs (forward + "
+                 "backward, maelab.cost.step_flops) per second / peak_flops_per_s",
         "results": {},
     }
     for name in args.configs:
@@ -234,8 +282,14 @@ def main(argv=None) -> int:
             row.setdefault("params", {})[who] = sum(q.numel() for q in mod.parameters() if q.requires_grad)
             t_tr = bench_trainer(mod, data, batch, device)
             t_bare = bench_bare(make(), data, batch, iters, max(1, min(3, iters)), device)
-            row[who] = {"trainer_images_per_s": round(t_tr, 2), "bare_images_per_s": round(t_bare, 2)}
-            print(f"{name:12s} {who:8s} B={batch:<5d} trainer {t_tr:10.1f} img/s   bare {t_bare:10.1f} img/s",
+            fl = _flops_per_step(make(), batch)
+            row[who] = {"trainer_images_per_s": round(t_tr, 2), "bare_images_per_s": round(t_bare, 2),
+                        "flops_per_step": fl,
+                        "trainer_mfu": None if fl is None else mfu(fl, batch, t_tr, peak),
+                        "bare_mfu": None if fl is None else mfu(fl, batch, t_bare, peak)}
+            shown = "" if fl is None else f"   MFU trainer {100 * row[who]['trainer_mfu']:.2f} % " \
+                f"bare {100 * row[who]['bare_mfu']:.2f} %"
+            print(f"{name:12s} {who:8s} B={batch:<5d} trainer {t_tr:10.1f} img/s   bare {t_bare:10.1f} img/s{shown}",
                   flush=True)
             del mod
             if device.type == "cuda":
