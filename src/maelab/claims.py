@@ -21,7 +21,6 @@ import importlib
 import math
 import pkgutil
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from ._validate import ParameterError, one_of
 

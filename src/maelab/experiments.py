@@ -26,7 +26,6 @@ import hashlib
 import json
 from typing import Any, Callable
 
-import numpy as np
 import torch
 
 from . import data as data_mod

@@ -1,4 +1,5 @@
-"""maelab.papers.bisulco2025.sweeps: step cost (FLOPs vs closed form), per-layer features, CKA matrices, snapshot probes."""
+"""maelab.papers.bisulco2025.sweeps: step cost (FLOPs vs closed form), per-layer features, CKA matrices, snapshot
+probes."""
 import numpy as np
 import pytest
 import torch
@@ -115,10 +116,11 @@ def test_evaluate_specs_gives_the_pipeline_numbers(cache):
 
 
 def test_evaluate_specs_runs_the_pipeline_with_its_default_probe_blas_limit(monkeypatch):
+    import inspect  # the pipeline's default is the one thread the stored sweeps were computed with
+
+    assert inspect.signature(E.pretrain_and_evaluate).parameters["blas_threads"].default == 1
     calls = []
     monkeypatch.setattr(E, "pretrain_and_evaluate", lambda spec, **kw: calls.append((spec, kw)) or {"k": spec.seed})
     specs = [_spec(seed=1), _spec(seed=2)]
     assert sweeps.evaluate_specs(specs, device="cpu", progress=False) == [{"k": 1}, {"k": 2}]
     assert [c[0] for c in calls] == specs and all("blas_threads" not in c[1] for c in calls)
-    import inspect  # the pipeline's default is the one thread the stored sweeps were computed with
-    assert inspect.signature(E.pretrain_and_evaluate).parameters["blas_threads"].default == 1

@@ -18,7 +18,8 @@ here. Why not :func:`maelab.experiments.pretrain_and_evaluate`? Three needs it d
 
 Pairing: ``mae`` and ``umae`` models of the same size and seed start from the *same* weights (``create(...,
 seed=s)``), see the same data order and the same masks (dedicated generators), so per-seed differences isolate
-the uniformity term (``tests/papers/test_zhang2022_umae.py`` checks that U-MAE with lambda = 0 reproduces MAE exactly).
+the uniformity term (``tests/papers/test_zhang2022_umae.py`` checks that U-MAE with lambda = 0 reproduces MAE
+exactly).
 """
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ import dataclasses
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import torch
 
 from maelab import evaluate, experiments, metrics, train
 from maelab._util import resolve_device
