@@ -1,4 +1,5 @@
 """maelab.claims: verdicts computed from evidence by each criterion."""
+import dataclasses
 import math
 
 import pytest
@@ -87,3 +88,84 @@ def test_committed_claim_records_round_trip_unchanged():
             ev = C.Evidence.from_dict(rec["evidence"])
             assert ev.to_dict() == rec["evidence"], f"{f.parent.name}/{f.name}: {cid}"
             assert C.verdict(C.REGISTRY[cid], ev) == (rec["verdict"], rec["reason"]), f"{f.name}: {cid}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the registry: rows gathered from the paper packages
+# ---------------------------------------------------------------------------------------------------------------
+#: the last commit whose maelab/claims.py held every claim row itself (before the rows moved to the papers)
+ROWS_IN_CORE_COMMIT = "583ce8e39f01165a5afe06ad07f4c57afab1d274"
+
+
+def _registry_at(commit: str) -> dict:
+    """REGISTRY of maelab/claims.py at ``commit``, executed in a throw-away module (our own code)."""
+    import subprocess
+    import sys
+    import types
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        src = subprocess.run(["git", "show", f"{commit}:src/maelab/claims.py"], cwd=root, capture_output=True,
+                             text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip(f"git history with commit {commit[:10]} not available")
+    mod = types.ModuleType("maelab._claims_rows_in_core")
+    mod.__package__ = "maelab"  # its relative imports (maelab._validate) resolve to this tree
+    sys.modules[mod.__name__] = mod  # dataclasses look their module up
+    try:
+        exec(compile(src, f"{commit[:10]}:claims.py", "exec"), mod.__dict__)
+    finally:
+        del sys.modules[mod.__name__]
+    return dict(mod.REGISTRY)
+
+
+def _row(c) -> tuple:
+    crit = c.criterion
+    return (c.id, c.paper, c.where, c.statement, c.paper_value, type(crit).__name__,
+            dataclasses.asdict(crit), crit.text, c.notebook, c.measure)
+
+
+def test_registry_has_the_rows_the_core_had_before_they_moved_to_the_papers():
+    """Same ids, same text, same criteria (class and parameters) and, within each paper, the same order as when
+    every row was written in maelab/claims.py, so the scoreboard and the committed claims records are unchanged."""
+    old = _registry_at(ROWS_IN_CORE_COMMIT)
+    new = dict(C.REGISTRY)
+    assert sorted(new) == sorted(old) and len(old) == 53
+    for cid in old:
+        assert _row(new[cid]) == _row(old[cid]), cid
+    for paper in C.PAPERS:
+        assert [k for k, c in new.items() if c.paper == paper] == [k for k, c in old.items() if c.paper == paper]
+
+
+def test_registry_is_gathered_from_paper_modules_and_refuses_duplicates(monkeypatch):
+    import sys
+    import types
+
+    from maelab.papers.bisulco2025 import claims as bis
+    from maelab.papers.zhang2022 import claims as zh
+
+    assert [c.id for c in C.REGISTRY.values()] == [c.id for c in bis.CLAIMS + zh.CLAIMS]  # PAPERS order
+    dup = types.ModuleType("maelab.papers.zhang2022.claims")
+    dup.CLAIMS = zh.CLAIMS + [bis.CLAIMS[0]]
+    monkeypatch.setitem(sys.modules, "maelab.papers.zhang2022.claims", dup)
+    with pytest.raises(C.RegistryError, match="paper='bisulco2025'"):
+        C.gather_claims()
+    dup.CLAIMS = zh.CLAIMS + [dataclasses.replace(bis.CLAIMS[0], paper="zhang2022")]
+    with pytest.raises(C.RegistryError, match="duplicate claim id 'bisulco.eq19_21_sinc'"):
+        C.gather_claims()
+    dup.CLAIMS = tuple(zh.CLAIMS)
+    with pytest.raises(C.RegistryError, match="must be a list"):
+        C.gather_claims()
+
+
+def test_verdict_refuses_a_criterion_that_returns_no_verdict():
+    class Broken(C.Criterion):
+        text = "broken"
+
+        def decide(self, ev):
+            return "maybe", ""
+
+    claim = dataclasses.replace(C.REGISTRY["zhang.table1_finetune_mnist10k"], criterion=Broken())
+    with pytest.raises(ValueError, match="returned verdict 'maybe'"):
+        C.verdict(claim, C.Evidence(value=1.0))

@@ -88,3 +88,84 @@ def test_bad_spec(kw, name):
 def test_unlabelled_dataset_is_refused(cache):
     with pytest.raises(ParameterError, match="^dataset"):
         E.pretrain_and_evaluate(_spec(dataset="natural", channels=1), device="cpu", progress=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the one snapshot loop against the three it replaced
+# ---------------------------------------------------------------------------------------------------------------
+def _rng_states(dev) -> list:
+    states = [torch.random.get_rng_state()]
+    if dev.type == "cuda":
+        states += torch.cuda.get_rng_state_all()
+    return states
+
+
+def _reset_rngs(dev) -> None:
+    torch.manual_seed(1234)  # also seeds CUDA
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+def test_evaluate_snapshots_reproduces_the_three_loops_it_replaced(cache, device):
+    """The snapshot loops of pretrain_and_evaluate (ranks), umae_analysis.evaluate_run (ranks, both pools) and
+    sweeps.snapshot_probe_accuracy (probe accuracy), copied verbatim from commit 583ce8e, give exactly the numbers
+    of experiments.evaluate_snapshots with the re-seeding each used, and leave the generators (CPU; CUDA on a GPU)
+    in the same state, so whatever runs next (fine-tuning, the reconstruction loss) draws the same numbers."""
+    import copy
+
+    from maelab._util import resolve_device
+
+    dev = resolve_device(device)
+    spec = _spec(model="mae", epochs=2, rank_every=0, snapshot_epochs=(0, 1, 2), n_train=192, n_test=96, batch_size=64)
+    model, res, tr, te = E.pretrain(spec, device=device, progress=False)
+    epochs = (0, 1, 2)
+    feats = lambda m, imgs, pool: evaluate.extract_features(m, imgs, pool=pool, progress=False)
+
+    def old_experiments():  # pretrain_and_evaluate, rank_every > 0
+        ranks = []
+        snap = copy.deepcopy(model)
+        for e in epochs:
+            snap.load_state_dict(res.snapshots[e])
+            ranks.append([e, metrics.effective_rank(feats(snap, te.images, spec.pool))])
+        return ranks
+
+    def old_umae():  # umae_analysis.evaluate_run
+        ranks = []
+        for e in epochs:
+            snap = E.build_model(spec).to(dev)
+            snap.load_state_dict(res.snapshots[e])
+            ranks.append([e] + [float(metrics.effective_rank(feats(snap, te.images, p))) for p in ("cls", "mean")])
+        return ranks
+
+    def probe(m):
+        lp = evaluate.linear_probe(feats(m, tr.images, spec.pool), tr.labels, feats(m, te.images, spec.pool),
+                                   te.labels, method="logreg", seed=spec.seed, blas_threads=1)
+        return float(lp.test_acc)
+
+    def old_sweeps():  # sweeps.snapshot_probe_accuracy
+        accs = []
+        probe_model = E.build_model(spec).to(dev)
+        for e in sorted(res.snapshots):
+            probe_model.load_state_dict(res.snapshots[e])
+            accs.append(probe(probe_model))
+        return accs
+
+    new = {
+        "experiments": lambda: [[e, r] for e, r in zip(epochs, E.evaluate_snapshots(
+            spec, model, res.snapshots, epochs, reseed=False,
+            measure=lambda m: metrics.effective_rank(feats(m, te.images, spec.pool))))],
+        "umae": lambda: [[e, *r] for e, r in zip(epochs, E.evaluate_snapshots(
+            spec, model, res.snapshots, epochs, reseed=True,
+            measure=lambda m: [float(metrics.effective_rank(feats(m, te.images, p))) for p in ("cls", "mean")]))],
+        "sweeps": lambda: E.evaluate_snapshots(spec, model, res.snapshots, sorted(res.snapshots), probe,
+                                               reseed=True),
+    }
+    old = {"experiments": old_experiments, "umae": old_umae, "sweeps": old_sweeps}
+    for name in old:
+        _reset_rngs(dev)
+        a, a_rng = old[name](), _rng_states(dev)
+        _reset_rngs(dev)
+        b, b_rng = new[name](), _rng_states(dev)
+        assert a == b, name
+        assert len(a) == 3 and all(torch.equal(x, y) for x, y in zip(a_rng, b_rng)), name
+    # the epochs differ (the weights changed in training), so the comparison is not of three equal numbers
+    assert len({r[1] for r in old_experiments()}) == 3

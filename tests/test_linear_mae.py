@@ -249,61 +249,72 @@ def test_dae_closed_form_is_shrunk_pca():
     assert pca.min_loss == pytest.approx((lam[k:]).sum(), rel=1e-9)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Lemma 6 and the Taylor lemmas 4-5
-# ---------------------------------------------------------------------------------------------------------------
-def test_lemma6_terms_by_hand_and_monte_carlo():
-    X = data(40, 12, seed=9)
-    A, B = random_factors(12, 3)
-    m, p = 0.4, 3
+def smooth_images(n=300, size=6, seed=0):
+    """Smooth random images (correlated pixels), flattened row-major, centred."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, size + 2, size + 2))
+    x = (x[:, :-2, :-2] + x[:, 1:-1, 1:-1] + x[:, 2:, 2:] + x[:, 1:-1, :-2]) / 4  # local averaging
+    x = x.reshape(n, -1)
+    return x - x.mean(0)
+
+
+def test_dae_full_rank_is_ridge_regression():
+    from sklearn.linear_model import Ridge
+
+    X = smooth_images(n=200, size=4)
+    n, d = X.shape
+    sigma = 0.3
+    A, B, _, _ = lm.dae_closed_form(X, sigma, d)
+    ridge = Ridge(alpha=n * sigma ** 2, fit_intercept=False).fit(X, X)
+    np.testing.assert_allclose(A @ B, ridge.coef_.T, atol=1e-8)
+
+
+def test_dae_loss_formula_matches_monte_carlo_and_closed_form_is_optimal():
+    X = smooth_images(n=100, size=4)
+    n, d = X.shape
+    sigma, k = 0.4, 5
+    A, B, min_loss, evals = lm.dae_closed_form(X, sigma, k)
+    assert lm.dae_expected_loss(X, A, B, sigma) == pytest.approx(min_loss, rel=1e-9)
+    # Monte-Carlo estimate of E ||X - (X + N) A B||^2 for the same factors
+    rng = np.random.default_rng(0)
     W = A @ B
-    t = lm.lemma6_terms(X, A, B, m, p)
-    assert t["mean_fit"] == pytest.approx(((X - (1 - m) * X @ W) ** 2).sum(), rel=1e-12)
-    assert t["mean_norm"] == pytest.approx((((1 - m) * X @ W) ** 2).sum(), rel=1e-12)
-    assert t["total"] == pytest.approx(lm.expected_loss(X, A, B, m, p), rel=1e-10)
-    R = lm.sample_masks(40, p, m, d=12, rng=3, draws=3000)
-    var = np.array([(((r * X) @ W - (1 - m) * X @ W) ** 2).sum() for r in R])
-    assert abs(var.mean() - t["variance"]) < 4 * var.std(ddof=1) / np.sqrt(len(var))
+    mc = np.mean([((X - (X + sigma * rng.normal(size=X.shape)) @ W) ** 2).sum() for _ in range(4000)])
+    assert mc == pytest.approx(min_loss, rel=1e-2)
+    # no nearby rank-k factorisation does better
+    for s in range(20):
+        r = np.random.default_rng(s)
+        dA, dB = 1e-2 * r.normal(size=A.shape), 1e-2 * r.normal(size=B.shape)
+        assert lm.dae_expected_loss(X, A + dA, B + dB, sigma) >= min_loss - 1e-9
+    assert np.all(np.diff(evals) <= 1e-9)
 
 
-def test_tanh_autoencoder_jacobian_finite_differences():
-    rng = np.random.default_rng(4)
-    A, B = rng.normal(size=(6, 2)), rng.normal(size=(2, 6))
-    f = lm.TanhAutoencoder(A, B, s=0.8)
-    x = rng.normal(size=(3, 6))
-    J = f.jacobian(x)
-    eps = 1e-6
-    for i in range(6):
-        e = np.zeros(6); e[i] = eps
-        np.testing.assert_allclose((f(x + e) - f(x - e)) / (2 * eps), J[:, :, i], atol=1e-7)
-    np.testing.assert_allclose(f.jacobian(np.zeros((1, 6)))[0], (A @ B).T, atol=1e-12)  # grad f(0)^T = A B
-    assert np.allclose(f(np.zeros((1, 6))), 0.0)
+def test_dae_bad_inputs():
+    X = smooth_images(n=20, size=3)
+    with pytest.raises(ParameterError, match="^sigma"):  # sigma = 0 needs X^T X invertible: here rank 5 < d = 9
+        lm.dae_closed_form(X[:5], 0.0, 2)
+    with pytest.raises(ParameterError):
+        lm.dae_closed_form(X, 0.1, 10)
+    with pytest.raises(ParameterError):
+        lm.dae_expected_loss(X, np.ones((9, 2)), np.ones((3, 9)), 0.1)
 
 
-def test_taylor_lemmas_exact_for_a_nearly_linear_f():
-    """With s large f is linear to ~1e-12 relative, so Lemmas 4 and 5 are both the exact Lemma-1 loss."""
-    X = data(30, 12, seed=10)
-    A, B = random_factors(12, 3)
-    f = lm.TanhAutoencoder(A, B, s=1e6)
-    exact = lm.expected_loss(X, A, B, 0.5, 3)
-    assert lm.lemma4_loss(X, f, 0.5, 3) == pytest.approx(exact, rel=1e-9)
-    assert lm.lemma5_loss(X, f, 0.5, 3) == pytest.approx(exact, rel=1e-6)
-    mc, se = lm.nonlinear_sampled_loss(X, f, 0.5, 3, draws=2000, rng=1)
-    assert abs(mc - exact) < 4 * se
-
-
-def test_lemma5_trace_term_by_hand():
-    """m(1-m) Tr(F_x Blkdiag(x^T x)) written with an explicit block-diagonal matrix, one sample at a time."""
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(4, 6))
-    f = lm.TanhAutoencoder(rng.normal(size=(6, 2)), rng.normal(size=(2, 6)), s=1.0)
-    m, p = 0.3, 2
-    total = 0.0
-    for x in X:
-        xm = (1 - m) * x
-        J = f.jacobian(xm[None])[0]
-        total += ((x - f(xm[None])[0]) ** 2).sum() + m * (1 - m) * np.trace(J.T @ J @ lm.blkdiag(np.outer(x, x), p))
-    assert lm.lemma5_loss(X, f, m, p) == pytest.approx(total, rel=1e-12)
+def test_dae_closed_form_agrees_with_the_pseudo_inverse_algorithm():
+    """The project had two DAE closed forms: V^+ by a symmetric pseudo-inverse (maelab.linear_mae) and V^-1 S by an
+    LU solve (maelab.jacobians). The solve was kept (no explicit inverse); both agree to ~1e-10 here."""
+    for X, sigma, k in ((data(80, 10, seed=8), 0.5, 4), (smooth_images(n=200, size=4), 0.3, 7),
+                        (data(60, 12, seed=3), 0.05, 12), (data(80, 10, seed=8), 0.0, 3)):
+        n, d = X.shape
+        S = X.T @ X
+        V_pinv = np.linalg.pinv(S + n * sigma ** 2 * np.eye(d), hermitian=True)  # the removed version, verbatim
+        C = S @ V_pinv @ S
+        evals, evecs = np.linalg.eigh((C + C.T) / 2)
+        order = np.argsort(evals)[::-1]
+        evals, U = evals[order], evecs[:, order][:, :k]
+        cf = lm.dae_closed_form(X, sigma, k)
+        scale = np.abs(V_pinv @ S @ U @ U.T).max()
+        np.testing.assert_allclose(cf.A @ cf.B, V_pinv @ S @ U @ U.T, rtol=0, atol=1e-10 * scale)
+        np.testing.assert_allclose(cf.eigvals, evals, rtol=0, atol=1e-10 * evals[0])
+        assert cf.min_loss == pytest.approx(float(np.trace(S) - evals[:k].sum()), rel=1e-10)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -325,7 +336,6 @@ def test_lemma5_trace_term_by_hand():
     (lambda X: lm.train_linear_mae(X, 0.5, 3, 2, init=(np.zeros((12, 3)), np.zeros((3, 12)))), "init"),
     (lambda X: lm.train_linear_mae(X, 0.5, 3, 2, init=np.zeros((12, 2))), "init"),
     (lambda X: lm.dae_closed_form(X, -1.0, 2), "sigma"),
-    (lambda X: lm.TanhAutoencoder(np.zeros((12, 2)), np.zeros((2, 12)), s=0.0), "s"),
 ])
 def test_bad_inputs(call, param):
     with pytest.raises(ParameterError) as err:

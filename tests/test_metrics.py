@@ -452,3 +452,14 @@ def test_relative_layer_change_token_and_global():
         M.relative_layer_change([t0, t0[:, :1]])
     with pytest.raises(ParameterError, match="mode"):
         M.relative_layer_change([t0, t1], mode="per-layer")
+
+
+def test_mean_sem_by_hand():
+    mean, sem = M.mean_sem([1.0, 2.0, 4.0])  # mean 7/3; sample variance ((4/3)^2 + (1/3)^2 + (5/3)^2) / 2
+    assert mean == pytest.approx(7 / 3) and sem == pytest.approx(math.sqrt(42 / 18 / 3))
+    m, s = M.mean_sem(np.array([[1.0, 0.0], [3.0, 0.0]]))  # per column
+    np.testing.assert_allclose(m, [2.0, 0.0]) and np.testing.assert_allclose(s, [1.0, 0.0])
+    m1, s1 = M.mean_sem([5.0])
+    assert m1 == 5.0 and math.isnan(s1)  # one value: no standard error
+    with pytest.raises(ParameterError):
+        M.mean_sem([])

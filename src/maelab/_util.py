@@ -1,4 +1,4 @@
-"""Small shared helpers: seeding, device resolution, progress bars, atomic file writes."""
+"""Small shared helpers: seeding, device resolution, the BLAS thread limit, progress bars, atomic file writes."""
 from __future__ import annotations
 
 import contextlib
@@ -10,7 +10,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ._validate import ParameterError
+from ._validate import ParameterError, positive_int
 
 
 def seed_everything(seed: int) -> None:
@@ -33,6 +33,24 @@ def resolve_device(device: str = "auto"):
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ParameterError("device", "'auto' or 'cpu' on a machine without CUDA", device)
     return torch.device(device)
+
+
+def blas_limit(threads: int | None):
+    """Context manager limiting the BLAS thread pool to ``threads`` (``threadpoolctl``, ``user_api="blas"``; the
+    previous limits come back on exit); ``None``: a no-op.
+
+    The one place maelab limits BLAS threads. Why limit at all: numpy/scipy/scikit-learn run on OpenBLAS, whose
+    spinning worker threads make small problems (the logistic-regression probe's L-BFGS, eigendecompositions of
+    d <= ~1000 matrices) 10-30x slower on a machine shared by several processes; torch does not use this pool. The
+    thread count can change the last bits of a result, so a stored result records the limit it was computed under
+    (e.g. :func:`maelab.evaluate.linear_probe`'s ``blas_threads``).
+    """
+    if threads is None:
+        return contextlib.nullcontext()
+    positive_int("blas_threads", threads)
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=threads, user_api="blas")
 
 
 def device_name(device) -> str:

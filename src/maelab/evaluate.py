@@ -45,7 +45,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._util import pbar, resolve_device
+from ._util import blas_limit, pbar, resolve_device
 from ._validate import ParameterError, in_range, one_of, positive_int
 
 __all__ = ["extract_features", "linear_probe", "ProbeResult", "knn_predict", "knn_accuracy", "probe",
@@ -286,23 +286,13 @@ def linear_probe(train_features, train_labels, test_features=None, test_labels=N
     if method == "auto":
         method = "logreg" if xtr.shape[0] <= LOGREG_MAX_TRAIN else "sgd"
     result = ProbeResult(method=method, train_acc=float("nan"), test_acc=None, num_classes=num_classes)
-    limit = _blas_limit(blas_threads) if method == "logreg" else contextlib.nullcontext()
+    limit = blas_limit(blas_threads) if method == "logreg" else contextlib.nullcontext()
     with limit:
         _fit_probe(result, xtr, ytr, xte if has_test else None, yte if has_test else None, C=C, Cs=Cs,
                    val_fraction=val_fraction, max_iter=max_iter, epochs=epochs, batch_size=batch_size, lr=lr,
                    weight_decay=weight_decay, warmup_epochs=warmup_epochs, seed=seed, device=device,
                    progress=progress)
     return result
-
-
-def _blas_limit(blas_threads: int | None):
-    """``threadpool_limits(limits=blas_threads, user_api="blas")`` (the previous limits come back on exit), or a
-    no-op for None."""
-    if blas_threads is None:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=blas_threads, user_api="blas")
 
 
 def _fit_probe(result: ProbeResult, xtr, ytr, xte, yte, *, C, Cs, val_fraction, max_iter, epochs, batch_size, lr,

@@ -1,5 +1,10 @@
 """One pipeline shared by the paper notebooks: pre-train a self-supervised model, then evaluate it.
 
+**General library** (kept as its own module rather than folded into :mod:`maelab.evaluate`): ``evaluate`` holds
+the model-agnostic measurements (features, probes, k-NN) and imports neither the trainer nor the data sets; this
+module wires data, models, trainer and those measurements into the one pre-train -> evaluate pipeline that every
+paper's notebooks share, including the one loop over saved weight snapshots (:func:`evaluate_snapshots`).
+
 ``pretrain_and_evaluate(spec)`` loads the data, builds the model (``maelab.models.create``), pre-trains it with
 ``maelab.train.train`` (the online linear classifier logs accuracy per epoch; checkpoints go to the gitignored
 cache so an interrupted run resumes exactly), and evaluates the frozen encoder:
@@ -19,9 +24,8 @@ import copy
 import dataclasses
 import hashlib
 import json
-from typing import Any
+from typing import Any, Callable
 
-import numpy as np
 import torch
 
 from . import data as data_mod
@@ -146,6 +150,33 @@ def pretrain(spec: PretrainSpec, *, device: str = "auto", progress: bool | None 
     return res.model, res, tr, te
 
 
+def evaluate_snapshots(spec: PretrainSpec, model, snapshots: dict, epochs, measure: Callable[[Any], Any], *,
+                       reseed: bool) -> list:
+    """``[measure(m_e) for e in epochs]``, m_e a model holding the weights ``snapshots[e]`` (state dicts saved by the
+    trainer at ``snapshot_epochs``): the one loop over weight snapshots of the library.
+
+    One model object is loaded with each snapshot in turn. ``reseed`` chooses how that object is made, which
+    matters for what runs *after* this loop on a GPU:
+
+    * ``False``: ``copy.deepcopy(model)`` (the trained model of ``spec``): no generator is touched.
+    * ``True``: :func:`build_model` ``(spec)`` on ``model``'s device, built before the first snapshot (none when
+      ``epochs`` is empty). ``maelab.models.create(seed=...)`` forks and restores the CPU generator but re-seeds
+      the CUDA generators with ``spec.seed``, so on a GPU later random draws (e.g. fine-tuning) start from there.
+
+    The stored results were computed so: :func:`pretrain_and_evaluate` (ranks) with ``reseed=False``; the
+    ``zhang_umae`` runs (:func:`maelab.papers.zhang2022.umae.evaluate_run`) and the ``bisulco_sweeps`` snapshot
+    probes with ``reseed=True``. On the CPU both give the same numbers. ``measure`` must not draw random numbers
+    from the global generators (feature extraction at mask ratio 0 and the seeded probes do not).
+    """
+    out, snap = [], None
+    for e in epochs:
+        if snap is None:
+            snap = build_model(spec).to(next(model.parameters()).device) if reseed else copy.deepcopy(model)
+        snap.load_state_dict(snapshots[e])
+        out.append(measure(snap))
+    return out
+
+
 def pretrain_and_evaluate(spec: PretrainSpec, *, device: str = "auto", progress: bool | None = None,
                           blas_threads: int | None = 1) -> dict[str, Any]:
     """Pre-train (see :func:`pretrain`) and evaluate; returns a store-ready dict.
@@ -172,13 +203,11 @@ def pretrain_and_evaluate(spec: PretrainSpec, *, device: str = "auto", progress:
                              spec.dataset)
     model, res, tr, te = pretrain(training_spec(spec), device=str(dev), progress=progress, train_data=tr,
                                   test_data=te)
-    ranks: list[list[float]] = []
-    if spec.rank_every:
-        snap = copy.deepcopy(model)  # not build_model: that re-seeds the global (CUDA) generator
-        for e in rank_epochs(spec):
-            snap.load_state_dict(res.snapshots[e])
-            f = evaluate.extract_features(snap, te.images, pool=spec.pool, progress=False)
-            ranks.append([e, metrics.effective_rank(f)])
+    epochs = rank_epochs(spec)  # empty unless rank_every
+    ranks = [[e, r] for e, r in zip(epochs, evaluate_snapshots(
+        spec, model, res.snapshots, epochs, reseed=False,
+        measure=lambda m: metrics.effective_rank(evaluate.extract_features(m, te.images, pool=spec.pool,
+                                                                           progress=False))))]
     ftr = evaluate.extract_features(model, tr.images, pool=spec.pool, progress=False)
     fte = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False)
     lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed,

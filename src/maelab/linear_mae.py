@@ -1,5 +1,11 @@
 """Linear masked autoencoders and their closed form (Bisulco et al. 2025, supplement A and Lemma 1).
 
+**General library, not a paper module:** the linear MAE, its exact expected loss and its closed-form optimum are
+a model that several papers analyse (Bisulco et al.'s Theorem 1 here; the Kong et al. part uses the same closed
+form on a different data model), and the linear DAE beside it is the standard baseline. What is specific to one
+paper's argument (Bisulco's Lemmas 4-6, the Taylor and function-space views of a *nonlinear* autoencoder) lives in
+:mod:`maelab.papers.bisulco2025.taylor`.
+
 Model and conventions
 ---------------------
 Data are the rows of ``X`` (n, d): each sample is a row vector ``x`` of dimension d. The pixels of x are grouped
@@ -58,21 +64,17 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._util import pbar
+from ._util import blas_limit, pbar
 from ._validate import ParameterError, in_range, is_bool, one_of, positive_int
+from .metrics import mean_sem
 
 __all__ = [
     "ClosedForm",
     "LinearMAEFit",
-    "TanhAutoencoder",
     "blkdiag",
     "closed_form",
     "dae_closed_form",
     "dae_expected_loss",
-    "lemma4_loss",
-    "lemma5_loss",
-    "lemma6_terms",
-    "nonlinear_sampled_loss",
     "expected_loss",
     "mae_matrices",
     "mask_moments",
@@ -237,11 +239,8 @@ def sampled_loss(X: Any, A: Any, B: Any, m: float, patches: Any, *, draws: int =
     R = sample_masks(X.shape[0], patches, m, d=X.shape[1], mask_mode=mask_mode, rng=rng, draws=draws)
     W = A @ B
     per_draw = ((X[None] - (R * X[None]) @ W) ** 2).sum(axis=(1, 2))
-    mean = float(per_draw.mean())
-    if not return_se:
-        return mean
-    se = float(per_draw.std(ddof=1) / np.sqrt(draws)) if draws > 1 else float("nan")
-    return mean, se
+    mean, se = mean_sem(per_draw)
+    return (mean, se) if return_se else mean
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -414,7 +413,13 @@ def dae_closed_form(X: Any, sigma: float, k: int) -> ClosedForm:
     The loss is Tr S - 2 Tr(S W) + Tr(W^T V W) with V = S + n sigma^2 I, the same form as the MAE's with q = 1, so
     the same completion of the square gives B = U_k^T (top-k eigenvectors of C = S V^-1 S), A = V^-1 S U_k and
     min loss = Tr S - sum_{i<=k} lambda_i(C). V commutes with S, so U_k are the top-k principal directions and
-    W = AB = U_k diag(s_i / (s_i + n sigma^2)) U_k^T: PCA with Wiener shrinkage. sigma = 0 is the plain AE (PCA).
+    W = AB = U_k diag(s_i / (s_i + n sigma^2)) U_k^T: PCA with Wiener shrinkage; with k = d, W = V^-1 S is ridge
+    regression of X on itself. sigma = 0 is the plain AE (PCA) and needs X of full column rank (V = S invertible).
+
+    Algorithm: V^-1 S by ``np.linalg.solve`` (an LU solve, no explicit inverse: the numerically better of the two
+    versions this project had, see ``tests/test_linear_mae.py``), then ``eigh`` of the symmetrised C, with the
+    BLAS pool limited to one thread (:func:`maelab._util.blas_limit`; small eigendecompositions are much slower
+    with several threads on a busy machine, and the stored results were computed so).
     """
     X = _data(X)
     n, d = X.shape
@@ -422,93 +427,15 @@ def dae_closed_form(X: Any, sigma: float, k: int) -> ClosedForm:
     positive_int("k", k)
     if k > d:
         raise ParameterError("k", f"an integer in [1, d={d}]", k)
-    S = X.T @ X
-    V = S + n * sigma ** 2 * np.eye(d)
-    V_pinv = np.linalg.pinv(V, hermitian=True)
-    C = S @ V_pinv @ S
-    evals, evecs = np.linalg.eigh((C + C.T) / 2)
-    order = np.argsort(evals)[::-1]
-    evals, evecs = evals[order], evecs[:, order]
-    U = evecs[:, :k]
-    return ClosedForm(V_pinv @ S @ U, U.T.copy(), float(np.trace(S) - evals[:k].sum()), evals)
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Lemma 6 (function-space view) and Lemmas 4-5 (Taylor approximations of a non-linear autoencoder)
-# ----------------------------------------------------------------------------------------------------------------
-def lemma6_terms(X: Any, A: Any, B: Any, m: float, patches: Any) -> dict[str, float]:
-    """The three terms of Lemma 6 for the linear f(x) = x A B and Bernoulli masks, summed over samples, exactly.
-
-    ``mean_fit`` = ||X - f(mu)||^2 with mu = E[r*x] = (1-m) x (the mean masked image); ``mean_norm`` =
-    ||f(mu)||^2; ``second`` = E_R ||f(R*X)||^2; ``variance`` = second - mean_norm = E_R ||f(R*X) - f(mu)||^2 (the
-    variance of the predictions over masks); ``total`` = mean_fit - mean_norm + second (Lemma 6), which should
-    equal the expected loss E_R ||X - f(R*X)||^2 (:func:`expected_loss`).
-    """
-    X = _data(X)
-    A, B = _factors(A, B, X.shape[1])
-    W = A @ B
-    f_mu = (1 - _ratio(m)) * X @ W
-    M2 = second_moment(X, m, patches)
-    second = float(np.trace(W.T @ M2 @ W))
-    mean_fit, mean_norm = float(((X - f_mu) ** 2).sum()), float((f_mu ** 2).sum())
-    return {"mean_fit": mean_fit, "mean_norm": mean_norm, "second": second, "variance": second - mean_norm,
-            "total": mean_fit - mean_norm + second}
-
-
-@dataclass
-class TanhAutoencoder:
-    """A non-linear autoencoder without biases, f(x) = tanh(x A / s) B s (so f(0) = 0 and grad f(0)^T = A B).
-
-    ``A`` (d, k), ``B`` (k, d), ``s`` > 0 sets how far into the non-linearity typical inputs go (large s: nearly
-    linear). Rows of ``x`` are samples. :meth:`jacobian` gives the per-sample Jacobian d f / d x (n, d_out, d_in)
-    in closed form, B^T diag(1 - tanh^2(x A / s)) A^T.
-    """
-
-    A: np.ndarray
-    B: np.ndarray
-    s: float = 1.0
-
-    def __post_init__(self):
-        self.A, self.B = _factors(self.A, self.B, np.asarray(self.A).shape[0])
-        self.s = in_range("s", self.s, 0.0, None, low_open=True)
-
-    def __call__(self, x: Any) -> np.ndarray:
-        return np.tanh(np.asarray(x, dtype=np.float64) @ self.A / self.s) @ self.B * self.s
-
-    def jacobian(self, x: Any) -> np.ndarray:
-        h = 1.0 - np.tanh(np.asarray(x, dtype=np.float64) @ self.A / self.s) ** 2  # (n, k)
-        return np.einsum("kj,nk,ik->nji", self.B, h, self.A)
-
-
-def nonlinear_sampled_loss(X: Any, f: Any, m: float, patches: Any, *, draws: int = 200,
-                           rng: np.random.Generator | int | None = 0) -> tuple[float, float]:
-    """Monte-Carlo E_R ||X - f(R*X)||_F^2 (Bernoulli patch masks) for any callable f on (n, d) arrays:
-    (mean over ``draws``, standard error)."""
-    X = _data(X)
-    positive_int("draws", draws)
-    R = sample_masks(X.shape[0], patches, m, d=X.shape[1], rng=rng, draws=draws)
-    per = np.array([((X - f(r * X)) ** 2).sum() for r in R])
-    return float(per.mean()), float(per.std(ddof=1) / np.sqrt(draws)) if draws > 1 else float("nan")
-
-
-def lemma4_loss(X: Any, f: TanhAutoencoder, m: float, patches: Any) -> float:
-    """Lemma 4: the MAE loss of f under f(x_R) ~ x_R grad f(0)^T, i.e. ||X - (1-m) X J^T||^2 + m(1-m)||G J^T||^2
-    with J = grad f(0) (for :class:`TanhAutoencoder`, J^T = A B)."""
-    X = _data(X)
-    J0 = f.jacobian(np.zeros((1, X.shape[1])))[0]  # (d_out, d_in)
-    return expected_loss(X, J0.T, np.eye(X.shape[1]), m, patches)
-
-
-def lemma5_loss(X: Any, f: TanhAutoencoder, m: float, patches: Any) -> float:
-    """Lemma 5 summed over samples: sum_x ||x - f(x_mu)||^2 + m(1-m) Tr(F_x Blkdiag(x^T x)), x_mu = (1-m) x and
-    F_x = J^T J with J = grad f(x_mu). Tr(F_x Blkdiag(x^T x)) = sum over patches P of ||J[:, P] x_P||^2."""
-    X = _data(X)
-    m = _ratio(m)
-    ids, num = _patches(patches, X.shape[1])
-    mu = (1 - m) * X
-    J = f.jacobian(mu)  # (n, d_out, d_in)
-    fit = float(((X - f(mu)) ** 2).sum())
-    onehot = (ids[:, None] == np.arange(num)[None, :]).astype(np.float64)  # (d, P)
-    # J[:, :, P] x_P for every patch P: (n, d_out, P)
-    per_patch = np.einsum("noi,ni,ip->nop", J, X, onehot)
-    return fit + m * (1 - m) * float((per_patch ** 2).sum())
+    with blas_limit(1):
+        if sigma == 0 and np.linalg.matrix_rank(X) < d:
+            raise ParameterError("sigma", f"> 0 when X has rank < d={d} (X^T X is then singular)", sigma)
+        S = X.T @ X
+        V = S + n * sigma ** 2 * np.eye(d)
+        VinvS = np.linalg.solve(V, S)
+        C = S @ VinvS
+        evals, evecs = np.linalg.eigh((C + C.T) / 2)
+        order = np.argsort(evals)[::-1]
+        evals, U = evals[order], evecs[:, order[:k]]
+        A = VinvS @ U
+    return ClosedForm(A, U.T.copy(), float(np.trace(S) - evals[:k].sum()), evals)

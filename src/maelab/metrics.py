@@ -30,6 +30,8 @@ Choices made here (and why):
   (e.g. a reconstruction with a fixed mask).
 * **Spatial spread** helpers work on the channel-summed absolute value of a (H, W) or (C, H, W) map and Euclidean
   pixel distances to a centre (row, col); they return NumPy values for plotting / fitting.
+* **Mean ± standard error** (:func:`mean_sem`): the one formula the library uses for error bars over seeds,
+  draws or images, ``std(ddof=1) / sqrt(n)``; with a single value the standard error is NaN (undefined).
 * **Attention maps** place the attention paid to the visible tokens back on the full token grid with
   :func:`maelab.masking.restore` (the same operation the decoder uses), so masked positions get ``fill``.
 """
@@ -45,6 +47,7 @@ from ._validate import ParameterError, in_range, is_bool, one_of, positive_int
 from .masking import patchify, restore, unpatchify
 
 __all__ = [
+    "mean_sem",
     "singular_values", "effective_rank", "effective_rank_from_spectrum",
     "mse", "psnr", "ssim", "fsim", "denormalize_patches", "paste_image", "reconstruction_metrics",
     "linear_cka", "tsne",
@@ -67,6 +70,25 @@ def _as_matrix(name: str, x) -> torch.Tensor:
     if not torch.isfinite(x).all():
         raise ParameterError(name, "finite (no NaN/inf)", "non-finite values")
     return x.detach().to("cpu", torch.float64)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# mean and standard error
+# ----------------------------------------------------------------------------------------------------------------
+def mean_sem(values, axis: int = 0) -> tuple:
+    """Mean and standard error of the mean of ``values`` along ``axis``: ``(mean, std(ddof=1) / sqrt(n))``.
+
+    Floats for 1-D input, arrays otherwise (numpy). With n = 1 the standard error is NaN (undefined, not 0).
+    """
+    a = np.asarray(values, dtype=np.float64)
+    if a.ndim == 0 or a.shape[axis] == 0:
+        raise ParameterError("values", "a non-empty array of numbers", a.shape)
+    n = a.shape[axis]
+    mean = a.mean(axis=axis)
+    sem = a.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.full_like(mean, np.nan)
+    if a.ndim == 1:
+        return float(mean), float(sem)
+    return mean, sem
 
 
 # ----------------------------------------------------------------------------------------------------------------

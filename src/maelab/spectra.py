@@ -1,5 +1,11 @@
 """Fourier view of MAE masking (Bisulco et al. supplement §F, Eq. 15-21, Fig. 22).
 
+**General library:** the DFT of a patch mask (a train of rectangular pulses) and power spectra of images are
+textbook signal processing that any Fourier analysis of masking uses (the book's Foundations page ``masking``
+is built on them); Bisulco et al. state the 1-D case as Eq. 19-20. Only ``as_printed`` in
+:func:`pulse_train_dft` reproduces that paper's misprint, to check it. The verdicts on Bisulco's §F claims are
+paper-specific and their rows live in :mod:`maelab.papers.bisulco2025.claims`.
+
 1-D: a mask made of N rectangular pulses of width p starting at a_i (Eq. 15-16),
 ``m[n] = sum_i r[n - a_i]``, ``r[n] = u[n] - u[n-p]``, has the DFT (Eq. 19-20, with the shift exponent written
 correctly)::

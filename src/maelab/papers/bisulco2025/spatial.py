@@ -1,5 +1,9 @@
 """Spatial scale of linear maps on periodic images (Bisulco et al. 2025, supplement E, Figs. 20-21).
 
+**Paper-specific:** the scale measures of the ``bisulco_ising`` claims (decay length and mass radius of receptive
+fields on a torus, translation averaging of Ising data for the closed forms). The radial profile, mass radius and
+decay-length fit they use are general and live in :mod:`maelab.metrics`.
+
 A linear reconstruction map ``W`` (d, d) acts on images of shape (H, W) flattened row-major, with rows of the data
 as samples: the prediction of output pixel j is ``sum_i x_i W[i, j]``, so **column j of W is the receptive field
 of output pixel j** (its weights over the input pixels). On a torus (the Ising lattice), the distance between two
@@ -22,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from . import metrics
-from ._validate import ParameterError, in_range, positive_int
+from maelab import metrics
+from maelab._validate import ParameterError, in_range, positive_int
 
 __all__ = ["centred_fields", "torus_distance", "spatial_scale", "translation_averaged_data"]
 

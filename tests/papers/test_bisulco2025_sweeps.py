@@ -1,9 +1,11 @@
-"""maelab.sweeps: step cost (FLOPs vs closed form), per-layer features, CKA matrices, snapshot probes."""
+"""maelab.papers.bisulco2025.sweeps: step cost (FLOPs vs closed form), per-layer features, CKA matrices, snapshot
+probes."""
 import numpy as np
 import pytest
 import torch
 
-from maelab import experiments as E, masking, sweeps
+from maelab import experiments as E, masking
+from maelab.papers.bisulco2025 import sweeps
 from maelab._validate import ParameterError
 
 
@@ -111,14 +113,14 @@ def test_evaluate_specs_gives_the_pipeline_numbers(cache):
     (a,) = sweeps.evaluate_specs([spec], device="cpu", progress=False)
     b = E.pretrain_and_evaluate(spec, device="cpu", progress=False)
     assert a["linear_acc"] == b["linear_acc"] and a["rec_loss"] == b["rec_loss"] and a["knn_acc"] == b["knn_acc"]
-    with pytest.raises(ParameterError, match="^blas_threads"):
-        sweeps.evaluate_specs([spec], blas_threads=0)
 
 
-def test_evaluate_specs_passes_the_probe_blas_limit_through(monkeypatch):
+def test_evaluate_specs_runs_the_pipeline_with_its_default_probe_blas_limit(monkeypatch):
+    import inspect  # the pipeline's default is the one thread the stored sweeps were computed with
+
+    assert inspect.signature(E.pretrain_and_evaluate).parameters["blas_threads"].default == 1
     calls = []
     monkeypatch.setattr(E, "pretrain_and_evaluate", lambda spec, **kw: calls.append((spec, kw)) or {"k": spec.seed})
     specs = [_spec(seed=1), _spec(seed=2)]
     assert sweeps.evaluate_specs(specs, device="cpu", progress=False) == [{"k": 1}, {"k": 2}]
-    assert sweeps.evaluate_specs(specs[:1], blas_threads=None) == [{"k": 1}]
-    assert [c[1]["blas_threads"] for c in calls] == [1, 1, None] and [c[0] for c in calls] == specs + specs[:1]
+    assert [c[0] for c in calls] == specs and all("blas_threads" not in c[1] for c in calls)

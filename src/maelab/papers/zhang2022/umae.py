@@ -1,6 +1,10 @@
 """MAE vs U-MAE, paired by seed: the runs behind the ``zhang_umae`` notebook (Zhang et al. 2022, Table 1,
 Figs. 1b, 1c, 3a, 3b).
 
+**Paper-specific:** the paired MAE / U-MAE comparison of Zhang et al. (variants, both poolings, claim
+preconditions). Pre-training, the probes and the snapshot loop are the general :mod:`maelab.experiments` and
+:mod:`maelab.evaluate`.
+
 Every run is pre-trained by :func:`maelab.experiments.pretrain` (checkpoints cached, exact resume), then evaluated
 here. Why not :func:`maelab.experiments.pretrain_and_evaluate`? Three needs it does not cover without retraining:
 
@@ -14,7 +18,8 @@ here. Why not :func:`maelab.experiments.pretrain_and_evaluate`? Three needs it d
 
 Pairing: ``mae`` and ``umae`` models of the same size and seed start from the *same* weights (``create(...,
 seed=s)``), see the same data order and the same masks (dedicated generators), so per-seed differences isolate
-the uniformity term (``tests/test_umae_analysis.py`` checks that U-MAE with lambda = 0 reproduces MAE exactly).
+the uniformity term (``tests/papers/test_zhang2022_umae.py`` checks that U-MAE with lambda = 0 reproduces MAE
+exactly).
 """
 from __future__ import annotations
 
@@ -22,11 +27,10 @@ import dataclasses
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import torch
 
-from . import evaluate, experiments, metrics, train
-from ._util import resolve_device
-from ._validate import ParameterError
+from maelab import evaluate, experiments, metrics, train
+from maelab._util import resolve_device
+from maelab._validate import ParameterError
 
 POOLS = ("cls", "mean")
 #: per-run numbers in :func:`compare`'s ``runs`` table (suffix ``_mean``: mean-pooled patch tokens)
@@ -92,11 +96,9 @@ def evaluate_run(spec: experiments.PretrainSpec, *, rank_epochs: Sequence[int] =
     row, sv, feats = _pool_metrics(model, tr, te, spec.seed, probe_cs)
     row["rec_loss"] = experiments.reconstruction_loss(model, te.images, spec.mask_ratio, seed=spec.seed)
     row["train_seconds"] = float(sum(h["seconds"] for h in res.history))
-    ranks = []
-    for e in epochs:
-        snap = experiments.build_model(spec).to(dev)
-        snap.load_state_dict(res.snapshots[e])
-        ranks.append([e] + [float(metrics.effective_rank(_features(snap, te.images, p))) for p in POOLS])
+    ranks = [[e, *r] for e, r in zip(epochs, experiments.evaluate_snapshots(
+        spec, model, res.snapshots, epochs, reseed=True,  # reseed: as the stored zhang_umae runs were computed
+        measure=lambda m: [float(metrics.effective_rank(_features(m, te.images, p))) for p in POOLS]))]
     row["finetune_acc"] = None
     if finetune_epochs:
         ft = train.fine_tune(model, tr, te, train.FineTuneConfig(

@@ -1,5 +1,9 @@
 """Helpers for architecture and hyper-parameter sweeps (Bisulco et al. 2025, supplement §D, Figs. 14-19).
 
+**Paper-specific:** the measurements of the ``bisulco_sweeps`` notebook (step cost in FLOPs for Figs. 14 and 16,
+probe accuracy per snapshot for Fig. 18, per-block CKA for Fig. 19). The pre-training and evaluation they build on
+is the general :mod:`maelab.experiments` pipeline.
+
 The sweeps themselves are :func:`maelab.experiments.pretrain_and_evaluate` runs; this module adds what those runs do
 not measure:
 
@@ -12,8 +16,7 @@ not measure:
 * :func:`snapshot_probe_accuracy` -- linear-probe accuracy (the same logistic-regression probe as
   ``pretrain_and_evaluate``) of the weights saved at ``spec.snapshot_epochs`` (Fig. 18: probe accuracy against
   pre-training epoch).
-* :func:`evaluate_specs` -- ``pretrain_and_evaluate`` for many specs (the probe's BLAS limited to one thread,
-  much faster on a shared machine; see :func:`maelab.evaluate.linear_probe`).
+* :func:`evaluate_specs` -- ``pretrain_and_evaluate`` for many specs.
 * :func:`layer_features` and :func:`cka_matrix` -- per-block encoder representations of unmasked images and the
   matrix of linear CKA (:func:`maelab.metrics.linear_cka`) between the blocks of two encoders (Fig. 19).
 """
@@ -25,9 +28,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from . import evaluate, experiments, metrics
-from ._util import resolve_device
-from ._validate import ParameterError, one_of, positive_int
+from maelab import evaluate, experiments, metrics
+from maelab._util import resolve_device
+from maelab._validate import ParameterError, one_of, positive_int
 
 __all__ = ["step_cost", "snapshot_probe_accuracy", "layer_features", "cka_matrix", "evaluate_specs"]
 
@@ -124,30 +127,21 @@ def snapshot_probe_accuracy(spec: experiments.PretrainSpec, *, device: str = "au
     model, res, tr, te = experiments.pretrain(spec, device=str(dev), progress=progress)
     if tr.labels is None:
         raise ParameterError("dataset", "a labelled dataset", spec.dataset)
-    epochs, accs = [], []
-    probe_model = experiments.build_model(spec).to(dev)
-    for e in sorted(res.snapshots):
-        probe_model.load_state_dict(res.snapshots[e])
-        ftr = evaluate.extract_features(probe_model, tr.images, pool=spec.pool, progress=False)
-        fte = evaluate.extract_features(probe_model, te.images, pool=spec.pool, progress=False)
-        lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed,
-                                   blas_threads=1)  # as pretrain_and_evaluate
-        epochs.append(int(e))
-        accs.append(float(lp.test_acc))
-    return {"epochs": epochs, "linear_acc": accs}
+
+    def probe(m) -> float:
+        ftr = evaluate.extract_features(m, tr.images, pool=spec.pool, progress=False)
+        fte = evaluate.extract_features(m, te.images, pool=spec.pool, progress=False)
+        return float(evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed,
+                                           blas_threads=1).test_acc)  # as pretrain_and_evaluate
+
+    epochs = sorted(res.snapshots)
+    accs = experiments.evaluate_snapshots(spec, model, res.snapshots, epochs, probe,
+                                          reseed=True)  # as the stored bisulco_sweeps results were computed
+    return {"epochs": [int(e) for e in epochs], "linear_acc": accs}
 
 
 def evaluate_specs(specs: Sequence[experiments.PretrainSpec], *, device: str = "auto",
-                   progress: bool | None = None, blas_threads: int | None = 1) -> list[dict]:
-    """:func:`maelab.experiments.pretrain_and_evaluate` for each spec, its logistic-regression probe with the BLAS
-    thread pool limited to ``blas_threads`` (``threadpoolctl``; None: no limit).
-
-    Why: the probe runs in scikit-learn/scipy on OpenBLAS, whose spinning worker threads make L-BFGS 10-30x slower
-    on a machine shared by several processes (measured on this project's 2-core machine). The limit now lives in
-    :func:`maelab.evaluate.linear_probe` (``blas_threads``) and applies to the probe only; pre-training and the
-    other metrics run in torch, which ``threadpoolctl``'s BLAS limit does not reach.
-    """
-    if blas_threads is not None:
-        positive_int("blas_threads", blas_threads)
-    return [experiments.pretrain_and_evaluate(spec, device=device, progress=progress, blas_threads=blas_threads)
-            for spec in specs]
+                   progress: bool | None = None) -> list[dict]:
+    """:func:`maelab.experiments.pretrain_and_evaluate` for each spec, in order (its probe with one BLAS thread, as
+    the stored sweeps were computed)."""
+    return [experiments.pretrain_and_evaluate(spec, device=device, progress=progress) for spec in specs]

@@ -1,11 +1,13 @@
-"""Tests for maelab.spatial: torus centring against brute-force minimum-image distances, decay length and mass
-radius on maps with a known answer, and the translation average against explicit augmentation with all shifts."""
+"""Tests for maelab.papers.bisulco2025.spatial: torus centring against brute-force minimum-image distances, decay
+length and mass radius on maps with a known answer, and the translation average against explicit augmentation with
+all shifts."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from maelab import ParameterError, metrics, spatial
+from maelab import ParameterError, metrics
+from maelab.papers.bisulco2025 import spatial
 
 
 def circulant(L, kernel):

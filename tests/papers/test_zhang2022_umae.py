@@ -1,10 +1,11 @@
-"""maelab.umae_analysis: paired MAE vs U-MAE runs (tiny sizes)."""
+"""maelab.papers.zhang2022.umae: paired MAE vs U-MAE runs (tiny sizes)."""
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from maelab import evaluate, experiments as E, metrics, umae_analysis as U
+from maelab import evaluate, experiments as E, metrics
+from maelab.papers.zhang2022 import umae as U
 from maelab._validate import ParameterError
 
 

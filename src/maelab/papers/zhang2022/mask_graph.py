@@ -2,6 +2,10 @@
 exact mask graph and augmentation graph of a tiny image world (Sec. 3.1-3.2, Theorems 4.1-4.2), and the
 collapsed-encoder floor of Theorem 3.6.
 
+**Paper-specific:** every function here measures or enumerates an object defined by Zhang et al. (their patch
+distances, their mask and augmentation graphs, their collapse bound); the masking it relies on is the general
+:mod:`maelab.masking`.
+
 **Patch distances (Fig. 2b/c).** The paper: "We evaluate the distance between two images by calculating the
 average l2 distance between every pair of patches." Which patches and which pairs is not said, so every reading is
 a pair of options here:
@@ -44,8 +48,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import masking
-from ._validate import ParameterError, in_range, positive_int
+from maelab import masking
+from maelab._validate import ParameterError, in_range, positive_int
 
 # ----------------------------------------------------------------------------------------------- Fig. 2b/c
 

@@ -1,4 +1,4 @@
-"""maelab.mask_graph against brute-force enumeration, hand computations and closed forms."""
+"""maelab.papers.zhang2022.mask_graph against brute-force enumeration, hand computations and closed forms."""
 import itertools
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from maelab import mask_graph as mg
+from maelab.papers.zhang2022 import mask_graph as mg
 from maelab._validate import ParameterError
 
 

@@ -1,0 +1,229 @@
+"""Claim rows of Zhang, Wang & Wang (NeurIPS 2022), How Mask Matters (U-MAE).
+
+Data for the scoreboard: each row says what the paper claims, where, the paper's value, the criterion that
+computes our verdict (:mod:`maelab.claims`) and the notebook that measures it. Rows are grouped by notebook, in
+the scoreboard's order.
+"""
+from __future__ import annotations
+
+from maelab.claims import Above, Claim, Monotone, PairedGreater, Within
+
+CLAIMS: list[Claim] = [
+    # ---- zhang_mask_graph ----
+    Claim(
+        id="zhang.fig2b_intra_decreases",
+        paper="zhang2022",
+        where="Sec. 4.2, Fig. 2b",
+        statement="The average l2 distance between intra-class images decreases as the mask ratio grows.",
+        paper_value="decreasing (Fig. 2b)",
+        criterion=Monotone("decreasing"),
+        notebook="zhang_mask_graph",
+        measure="mean intra-class distance on mnist10k (zero-filled masked images, every pair of patches, independent "
+                "masks; exact over masks) at rho = 0, 0.2, 0.4, 0.6, 0.8, 0.95; mean ± s.e. over seeds of image pairs",
+    ),
+    Claim(
+        id="zhang.fig2b_inter_decreases",
+        paper="zhang2022",
+        where="Sec. 4.2, Fig. 2b",
+        statement="The average l2 distance between inter-class images also decreases as the mask ratio grows.",
+        paper_value="decreasing (Fig. 2b)",
+        criterion=Monotone("decreasing"),
+        notebook="zhang_mask_graph",
+        measure="as zhang.fig2b_intra_decreases, inter-class pairs",
+    ),
+    Claim(
+        id="zhang.fig2c_sweet_spot_mnist",
+        paper="zhang2022",
+        where="Sec. 4.2, Fig. 2c",
+        statement="The relative distance (intra-class over inter-class) first decreases, then increases with the mask "
+                  "ratio; its minimum, the sweet spot, lies at rho = 0.7.",
+        paper_value="rho = 0.7",
+        criterion=Within(0.7, 0.1),
+        notebook="zhang_mask_graph",
+        measure="argmin over the rho grid of the intra/inter ratio of mean distances (zero-filled, every pair, exact "
+                "over masks) on mnist10k, one argmin per seed of image pairs; mean ± 2 s.e. must lie in [0.6, 0.8]",
+    ),
+    Claim(
+        id="zhang.fig2c_sweet_spot_shapes",
+        paper="zhang2022",
+        where="Sec. 4.2, Fig. 2c",
+        statement="As zhang.fig2c_sweet_spot_mnist, on the procedural shapes dataset.",
+        paper_value="rho = 0.7",
+        criterion=Within(0.7, 0.1),
+        notebook="zhang_mask_graph",
+        measure="as zhang.fig2c_sweet_spot_mnist, on shapes (32 px RGB)",
+    ),
+    Claim(
+        id="zhang.thm42_residual_decreases",
+        paper="zhang2022",
+        where="Sec. 4.2 with Thm. 4.2",
+        statement="A larger mask ratio improves the connectivity of the augmentation graph, i.e. decreases the "
+                  "residual eigenvalues sum_{i>k} lambda_i^2 of Theorem 4.2.",
+        paper_value="qualitative",
+        criterion=Monotone("decreasing"),
+        notebook="zhang_mask_graph",
+        measure="exact sum_{i>k} lambda_i^2 of the normalised augmentation graph of a 3x3, 3-symbol image world "
+                "(every image and mask enumerated; views keep positions) at k = claim_k, for rho = 1/9 ... 8/9",
+    ),
+    Claim(
+        id="zhang.thm42_alpha_increases",
+        paper="zhang2022",
+        where="Sec. 4.2 with Thm. 4.1",
+        statement="The mask-induced label error alpha grows with the mask ratio.",
+        paper_value="qualitative",
+        criterion=Monotone("increasing"),
+        notebook="zhang_mask_graph",
+        measure="exact alpha = E 1[y(x1) != y(x)] (Bayes label of the view) in the same image world, rho = 1/9 ... 8/9",
+    ),
+    Claim(
+        id="zhang.thm36_collapse_floor",
+        paper="zhang2022",
+        where="Thm. 3.6, Eq. 9",
+        statement="A fully collapsed encoder (f(x1) = c for all x1) has MAE loss >= Var(x2).",
+        paper_value="bound (proof)",
+        criterion=Above(0.0),
+        notebook="zhang_mask_graph",
+        measure="(test loss of a micro-MAE decoder trained behind a constant encoder output - Var(x2)) / Var(x2), per "
+                "(seed, mask ratio), mnist10k, norm_pix targets",
+    ),
+    Claim(
+        id="zhang.thm36_mae_avoids_collapse",
+        paper="zhang2022",
+        where="Sec. 3.3 (after Thm. 3.6)",
+        statement="MAE training does not end in full collapse: a trained MAE's loss falls below the collapse floor "
+                  "Var(x2).",
+        paper_value="qualitative",
+        criterion=Above(0.0),
+        notebook="zhang_mask_graph",
+        measure="(Var(x2) - test loss of a micro MAE pre-trained at rho = 0.75) / Var(x2), mnist10k",
+    ),
+    # ---- zhang_umae ----
+    *(
+        claim
+        for key, label in (("shapes", "shapes"), ("mnist10k", "MNIST-10k"))  # the same five claims on each
+        for claim in (
+            Claim(
+                id=f"zhang.table1_linear_{key}",
+                paper="zhang2022",
+                where="Table 1 (linear probing), Sec. 5.1",
+                statement=f"On {label}, U-MAE (lambda = 0.01, m = 0.75) raises the linear-probe accuracy of MAE's "
+                          "features (paired by seed: same initial weights, data and masks).",
+                paper_value="+9.3 points (CIFAR-10, ViT-Tiny: 59.6 -> 68.9); +3.1 to +8.5 on the other 5 settings",
+                criterion=PairedGreater(),
+                notebook="zhang_umae",
+                measure="per-seed U-MAE - MAE test accuracy of a logistic-regression probe on frozen [CLS] features",
+            ),
+            Claim(
+                id=f"zhang.table1_finetune_{key}",
+                paper="zhang2022",
+                where="Table 1 (fine-tuning)",
+                statement=f"On {label}, U-MAE leaves end-to-end fine-tuning accuracy unchanged.",
+                paper_value="-0.2 points (CIFAR-10, ViT-Tiny: 89.6 -> 89.4); |difference| <= 0.2 in all 6 settings",
+                criterion=Within(0.0, 0.03),
+                notebook="zhang_umae",
+                measure="per-seed U-MAE - MAE fine-tuning test accuracy; tolerance 3 points, about two binomial "
+                        "standard errors of one accuracy on our 1,000 test images (fixed before the runs)",
+            ),
+            Claim(
+                id=f"zhang.fig1b_rank_{key}",
+                paper="zhang2022",
+                where="Sec. 3.3-3.4, Fig. 1b-c",
+                statement=f"On {label}, U-MAE's features have a higher effective rank than MAE's (it counters "
+                          "dimensional collapse).",
+                paper_value="qualitative (ImageNet-100): U-MAE's singular values decay more slowly; its effective rank "
+                            "stays far above MAE's",
+                criterion=PairedGreater(),
+                notebook="zhang_umae",
+                measure="per-seed U-MAE - MAE effective rank (Roy & Vetterli) of the [CLS] features of the test images",
+            ),
+            Claim(
+                id=f"zhang.fig1c_mae_collapse_{key}",
+                paper="zhang2022",
+                where="Sec. 3.3, Fig. 1c",
+                statement=f"On {label}, MAE's features collapse dimensionally during training: their effective rank "
+                          "decreases from initialisation to the end of training.",
+                paper_value="qualitative (ImageNet-100): MAE's effective rank becomes smaller and smaller along "
+                            "training",
+                criterion=PairedGreater(),
+                notebook="zhang_umae",
+                measure="per-seed MAE effective rank of the test [CLS] features at initialisation minus at the last "
+                        "epoch",
+            ),
+            Claim(
+                id=f"zhang.fig3b_online_{key}",
+                paper="zhang2022",
+                where="Sec. 5.2, Fig. 3b",
+                statement=f"On {label}, U-MAE's online linear accuracy is above MAE's along training.",
+                paper_value="qualitative (ImageNet-100): U-MAE above MAE at all training epochs",
+                criterion=PairedGreater(),
+                notebook="zhang_umae",
+                measure="per-seed mean over the evaluated epochs of U-MAE - MAE online-classifier test accuracy",
+            ),
+        )
+    ),
+    # ---- zhang_ablations ----
+    Claim(
+        id="zhang.table3_lambda_helps",
+        paper="zhang2022",
+        where="§5.2, Table 3",
+        statement="A small uniformity coefficient improves MAE's linear probe: U-MAE with λ = 1e-2 beats λ = 0 (plain "
+                  "MAE).",
+        paper_value="67.5 (λ = 1e-2) vs 61.2 (λ = 0), ImageNet-100, ViT-B",
+        criterion=PairedGreater(),
+        notebook="zhang_ablations",
+        measure="per-seed linear-probe accuracy at λ = 1e-2 minus at λ = 0 (mask 0.75, same seed)",
+    ),
+    Claim(
+        id="zhang.table3_lambda_best",
+        paper="zhang2022",
+        where="§5.2, Table 3",
+        statement="λ = 1e-2 is the best coefficient of the sweep {0, 1e-3, 1e-2, 1e-1, 1}.",
+        paper_value="67.5 at 1e-2; next best 65.9 at 1e-3",
+        criterion=PairedGreater(),
+        notebook="zhang_ablations",
+        measure="per-seed linear-probe accuracy at λ = 1e-2 minus the best other λ of the same seed",
+    ),
+    Claim(
+        id="zhang.table3_large_lambda_hurts",
+        paper="zhang2022",
+        where="§5.2, Table 3",
+        statement="Over-large coefficients hurt: accuracy at λ ≥ 1e-1 falls well below that at λ = 1e-2.",
+        paper_value="45.1 (1e-1), 47.0 (1) vs 67.5 (1e-2)",
+        criterion=PairedGreater(),
+        notebook="zhang_ablations",
+        measure="per-seed linear-probe accuracy at λ = 1e-2 minus the best of λ ≥ 1e-1",
+    ),
+    Claim(
+        id="zhang.table3_large_lambda_below_mae",
+        paper="zhang2022",
+        where="§5.2, Table 3",
+        statement="Over-large coefficients are worse than no uniformity term at all: accuracy at λ ≥ 1e-1 is below "
+                  "plain MAE (λ = 0).",
+        paper_value="45.1 (1e-1), 47.0 (1) vs 61.2 (0)",
+        criterion=PairedGreater(),
+        notebook="zhang_ablations",
+        measure="per-seed linear-probe accuracy at λ = 0 minus the best of λ ≥ 1e-1",
+    ),
+    Claim(
+        id="zhang.table2_usimmim",
+        paper="zhang2022",
+        where="§5.1, Table 2",
+        statement="The uniformity term also helps SimMIM: U-SimMIM (λ = 0.01, mask 0.6) has a higher linear probe "
+                  "than SimMIM.",
+        paper_value="61.1 vs 54.3 (+6.8), ImageNet-100, ViT-B",
+        criterion=PairedGreater(),
+        notebook="zhang_ablations",
+        measure="per-seed linear-probe accuracy of U-SimMIM minus SimMIM (same seed)",
+    ),
+    Claim(
+        id="zhang.sec32_no_mask",
+        paper="zhang2022",
+        where="§3.2 (after Assumption 3.1)",
+        statement="Without masking MAE learns much worse features: its linear probe drops when the mask ratio goes "
+                  "from 0.75 to 0 (a plain autoencoder).",
+        paper_value="61.2 (mask 0.75) vs 17.4 (no mask), ImageNet-100",
+        criterion=PairedGreater(),
+        notebook="zhang_ablations",
+        measure="per-seed linear-probe accuracy of MAE at mask 0.75 minus at mask 0 (same seed)",
+    ),
+]
