@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
-import pkgutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -274,12 +273,12 @@ def registry() -> dict[str, type]:
     """``{notebook: settings class}`` gathered from every ``maelab.papers.<paper>.settings`` module."""
     global _REGISTRY
     if _REGISTRY is None:
-        from . import papers
+        from .claims import PAPERS_PACKAGE, _paper_packages  # one discovery of the paper packages for both
 
         found: dict[str, type] = {}
-        for mod in sorted(pkgutil.iter_modules(papers.__path__), key=lambda m: m.name):
-            name = f"{papers.__name__}.{mod.name}.settings"
-            if not mod.ispkg or importlib.util.find_spec(name) is None:
+        for paper in _paper_packages():
+            name = f"{PAPERS_PACKAGE}.{paper}.settings"
+            if importlib.util.find_spec(name) is None:
                 continue
             notebooks = getattr(importlib.import_module(name), "NOTEBOOKS", None)
             if not isinstance(notebooks, dict):
