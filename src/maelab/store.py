@@ -278,8 +278,11 @@ def load_or_compute(name: str, config: dict, fn: Callable[[], dict], *, notebook
     elif recompute:
         say(f"[store] {name}: recompute requested")
 
+    from .data.packaged import datasets_used  # provenance: hashes of the datasets fn loads (issue 15)
+
     t0 = time.perf_counter()
-    out = fn()
+    with datasets_used() as used_datasets:
+        out = fn()
     wall = time.perf_counter() - t0
     if not isinstance(out, dict):
         raise ParameterError("fn", "a callable returning a dict", type(out).__name__)
@@ -314,6 +317,7 @@ def load_or_compute(name: str, config: dict, fn: Callable[[], dict], *, notebook
         "seeds": list(seeds) if seeds is not None else None,
         "wall_time_s": round(wall, 3),
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "datasets": dict(sorted(used_datasets.items())),  # {name: SHA-256} of hashed datasets loaded by fn
     }
     record = {"provenance": provenance, "data": plain, "frames": frames_meta, "arrays": arrays_meta}
     with atomic_path(json_path) as tmp:
