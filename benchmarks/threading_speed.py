@@ -10,17 +10,18 @@ Each measurement runs in a fresh child process: a bare training loop (forward, b
 ``create("mae", SIZE, img_size=28, in_chans=1)`` (default size ``small``: 128-d, 4 layers) on random 28x28 images,
 batch ``--batch-size``, ``--steps`` timed steps after 2 warm-up steps, torch's default thread count. Variants:
 
-* ``policy``: ``unset`` (libgomp's default), ``PASSIVE``, ``ACTIVE``, all set in the child's environment before
-  torch is imported; ``maelab-first`` / ``torch-first``: unset in the environment, ``import maelab`` before /
-  after ``import torch`` (checks that the library's own default takes effect, and when it cannot).
-* ``competitor``: none, or one other process running the same loop (unset policy) for the whole measurement.
+* ``policy``: ``default`` (unset, torch imported before maelab, so libgomp's own default), ``PASSIVE``,
+  ``ACTIVE`` (set in the child's environment before torch is imported); ``maelab-first``: unset, ``import maelab``
+  before ``import torch`` (checks that the library's own default takes effect).
+* ``competitor``: none, or one other process running the same loop (libgomp's default policy) for the whole
+  measurement.
 
 Results are printed and written (atomically) to ``benchmarks/results/threading_speed-cpu-<utc>.json``.
 
 Usage::
 
     python benchmarks/threading_speed.py                       # all variants, with and without a competitor
-    python benchmarks/threading_speed.py --steps 10 --policies unset PASSIVE
+    python benchmarks/threading_speed.py --steps 10 --policies default PASSIVE
 """
 from __future__ import annotations
 
@@ -67,16 +68,17 @@ print(batch * n / (time.perf_counter() - t0), os.environ.get("OMP_WAIT_POLICY"),
 def _env(policy: str) -> dict:
     env = dict(os.environ)
     env.pop("OMP_WAIT_POLICY", None)
-    if policy in ("PASSIVE", "ACTIVE"):
+    if policy in ("PASSIVE", "ACTIVE"):  # "default" and "maelab-first" leave it unset
         env["OMP_WAIT_POLICY"] = policy
     return env
 
 
 def measure(policy: str, competitor: bool, size: str, batch: int, steps: int) -> dict:
-    order = "torch-first" if policy == "torch-first" else "maelab-first"
+    order = "torch-first" if policy in ("default", "PASSIVE", "ACTIVE") else "maelab-first"
     comp = None
     if competitor:
-        comp = subprocess.Popen([sys.executable, "-c", CHILD, "torch-first", size, str(batch), "0"], env=_env("unset"),
+        comp = subprocess.Popen([sys.executable, "-c", CHILD, "torch-first", size, str(batch), "0"],
+                                env=_env("default"),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(5)  # let it start training
     try:
@@ -92,7 +94,8 @@ def measure(policy: str, competitor: bool, size: str, batch: int, steps: int) ->
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--policies", nargs="+", default=["unset", "PASSIVE", "ACTIVE", "maelab-first", "torch-first"])
+    p.add_argument("--policies", nargs="+", default=["default", "PASSIVE", "ACTIVE", "maelab-first"],
+                   choices=["default", "PASSIVE", "ACTIVE", "maelab-first"])
     p.add_argument("--size", default="small")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--steps", type=int, default=20)

@@ -88,3 +88,15 @@ def test_linear_probe_logreg_torch_follows_the_same_protocol(digits):
     assert torch.equal(fast.predict(xte), fast.predict(xte.numpy()))
     fixed = E.linear_probe(xtr, ytr, xte, yte, method="logreg_torch", C=0.5)
     assert fixed.C == 0.5 and fixed.val_acc == {}
+
+
+def test_newton_hessian_is_the_kronecker_sum_by_hand():
+    from maelab.logreg import _newton_hessian
+
+    g = torch.Generator().manual_seed(0)
+    n, d, k = 300, 5, 4
+    a = torch.cat([torch.randn(n, d, generator=g, dtype=torch.float64), torch.ones(n, 1, dtype=torch.float64)], 1)
+    p = torch.softmax(torch.randn(n, k, generator=g, dtype=torch.float64), 1)
+    ref = sum(np.kron(np.diag(p[i].numpy()) - np.outer(p[i].numpy(), p[i].numpy()),
+                      np.outer(a[i].numpy(), a[i].numpy())) for i in range(n)) / n
+    np.testing.assert_allclose(_newton_hessian(a, p, chunk=64).numpy(), ref, atol=1e-14)

@@ -143,8 +143,8 @@ def _features_labels(fname: str, lname: str, feats, labels) -> tuple[torch.Tenso
 class ProbeResult:
     """Result of :func:`linear_probe`. Accuracies are fractions in [0, 1]; ``test_acc`` is None without test data.
 
-    ``method`` is ``"logreg"``, ``"logreg_torch"`` or ``"sgd"``; ``C`` the inverse regularisation used (logreg); ``val_acc`` maps each
-    tried C to its validation accuracy (empty when C was given); ``history`` per-epoch dicts (sgd);
+    ``method`` is ``"logreg"``, ``"logreg_torch"`` or ``"sgd"``; ``C`` the inverse regularisation used (logreg);
+    ``val_acc`` maps each tried C to its validation accuracy (empty when C was given); ``history`` per-epoch dicts (sgd);
     ``classifier`` the fitted scikit-learn pipeline (logreg) or the torch head (sgd, on CPU, eval mode).
     """
 

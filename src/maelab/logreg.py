@@ -17,8 +17,9 @@ machine precision in 5-10 iterations at every C (the Hessian's condition number 
 random-init ViT features, where plain L-BFGS needed thousands of iterations); above that size, by L-BFGS after an
 exact whitening change of variables. It stops when the largest gradient component falls below ``tol`` (default
 1e-9; scikit-learn's is 1e-4). :class:`LogRegPath` warm-starts each fit from the previous solution while walking
-the C grid from strong to weak regularisation. :func:`maelab.evaluate.linear_probe` offers it as ``method="logreg_torch"`` with the
-same C grid and validation rule as ``"logreg"``.
+the C grid from strong to weak regularisation, reusing Newton's Hessian while it works.
+:func:`maelab.evaluate.linear_probe` offers it as ``method="logreg_torch"`` with the same C grid and validation
+rule as ``"logreg"``.
 """
 from __future__ import annotations
 
@@ -54,20 +55,21 @@ class TorchLogisticRegression:
             always reports the original ones).
         newton_max_params: Newton's method up to this many parameters K (d + 1), L-BFGS above.
         init: optional (W, b) to start from (warm start); shapes (K, d), (K,).
+        hessian: optional data Hessian (``hessian_`` of an earlier fit) used by Newton's first step.
         device: where to compute ("cpu" default; float64 throughout).
 
     After :meth:`fit`: ``classes_``, ``mean_``, ``scale_``, ``coef_`` (K, d) and ``intercept_`` (K,) (for the
     standardised features, numpy), ``loss_`` (objective at the solution), ``n_iter_``, ``grad_max_``, ``solver_``
-    ("newton" or "lbfgs").
+    ("newton" or "lbfgs"), ``hessian_`` (Newton's last data Hessian, a torch tensor, or None).
     """
 
     def __init__(self, C: float = 1.0, max_iter: int = 1000, tol: float = 1e-9, init=None, device="cpu",
-                 newton_max_params: int = 3000):
+                 newton_max_params: int = 3000, hessian=None):
         self.C = in_range("C", C, 0.0, None, low_open=True)
         self.max_iter = positive_int("max_iter", max_iter)
         self.tol = in_range("tol", tol, 0.0, None, low_open=True)
         self.newton_max_params = positive_int("newton_max_params", newton_max_params)
-        self.init, self.device = init, torch.device(device)
+        self.init, self.device, self.hessian = init, torch.device(device), hessian
 
     def _prepare(self, x) -> torch.Tensor:
         x = torch.as_tensor(np.asarray(x), dtype=torch.float64, device=self.device)
@@ -92,8 +94,11 @@ class TorchLogisticRegression:
             w = torch.as_tensor(np.asarray(self.init[0]), dtype=torch.float64, device=self.device).clone()
             b = torch.as_tensor(np.asarray(self.init[1]), dtype=torch.float64, device=self.device).clone()
         self.solver_ = "newton" if k * (d + 1) <= self.newton_max_params else "lbfgs"
-        solve = _newton if self.solver_ == "newton" else _lbfgs_whitened
-        w, b, self.n_iter_ = solve(z, yt, w, b, self.C, self.max_iter, self.tol)
+        if self.solver_ == "newton":
+            w, b, self.n_iter_, self.hessian_ = _newton(z, yt, w, b, self.C, self.max_iter, self.tol, self.hessian)
+        else:
+            w, b, self.n_iter_ = _lbfgs_whitened(z, yt, w, b, self.C, self.max_iter, self.tol)
+            self.hessian_ = None
         w, b = w.detach().requires_grad_(True), b.detach().requires_grad_(True)
         loss = objective(w, b, z, yt, self.C)  # in the original coordinates, with its gradient
         loss.backward()
@@ -114,9 +119,10 @@ class TorchLogisticRegression:
 
 
 class LogRegPath:
-    """A ``fit(x, y, C, max_iter)`` callable that warm-starts each fit from the previous solution (when the
-    number of classes and features match): walking a C grid from small to large C, each solution is a close
-    start for the next. The final refit on the whole training set starts from the C-selection fit at that C."""
+    """A ``fit(x, y, C, max_iter)`` callable that warm-starts each fit from the previous solution and its data
+    Hessian (when the number of classes and features match): walking a C grid from small to large C, each
+    solution is a close start for the next. The final refit on the whole training set starts from the
+    C-selection fit at that C. The starting point changes the path, not the optimum (see :func:`_newton`)."""
 
     def __init__(self, tol: float = 1e-9, device="cpu"):
         self.tol, self.device = tol, device
@@ -126,7 +132,9 @@ class LogRegPath:
     def __call__(self, x: np.ndarray, y: np.ndarray, C: float, max_iter: int) -> TorchLogisticRegression:
         start = self.by_C.get(float(C), self.last)
         init = None if start is None else (start.coef_, start.intercept_)
-        clf = TorchLogisticRegression(C, max_iter=max_iter, tol=self.tol, init=init, device=self.device).fit(x, y)
+        hess = None if start is None else start.hessian_
+        clf = TorchLogisticRegression(C, max_iter=max_iter, tol=self.tol, init=init, device=self.device,
+                                      hessian=hess).fit(x, y)
         self.last = self.by_C[float(C)] = clf
         return clf
 
@@ -147,12 +155,18 @@ def _newton_hessian(a: torch.Tensor, p: torch.Tensor, chunk: int = 2048) -> torc
     return h / n
 
 
-def _newton(z, y, w, b, C, max_iter, tol):
+def _newton(z, y, w, b, C, max_iter, tol, h_data=None):
     """Newton's method with the exact Hessian and Armijo backtracking: quadratic convergence to machine precision
     in a handful of iterations whatever the conditioning (ill-conditioned at large C: plain L-BFGS needed
     thousands of iterations there). The Hessian is singular along a common shift of the intercepts (softmax
     invariance); the gradient is orthogonal to it, so adding u u^T for that unit direction u leaves the step
-    unchanged and makes the system solvable."""
+    unchanged and makes the system solvable.
+
+    Forming the data Hessian is the expensive part, so it is reused while it works: ``h_data`` (e.g. from the
+    previous C of a path) is used for the first step, and a new one is formed only when a step shrank the largest
+    gradient component by less than 10x, or a step failed. Any positive-definite matrix gives a descent direction,
+    and the stopping rule is on the exact gradient, so the optimum reached is the same. Returns
+    (W, b, iterations, last data Hessian)."""
     n, d = z.shape
     k = w.shape[0]
     a = torch.cat([z, torch.ones(n, 1, dtype=z.dtype, device=z.device)], dim=1)
@@ -161,6 +175,7 @@ def _newton(z, y, w, b, C, max_iter, tol):
     reg[:, :d] = 1.0 / (C * n)
     u = torch.zeros(k, d + 1, dtype=z.dtype, device=z.device)
     u[:, d] = k ** -0.5
+    fixed = torch.diag(reg.reshape(-1)) + torch.outer(u.reshape(-1), u.reshape(-1))
 
     def f_and_g(t):
         logits = a @ t.T
@@ -168,27 +183,41 @@ def _newton(z, y, w, b, C, max_iter, tol):
         g = (torch.softmax(logits, dim=1) - torch.nn.functional.one_hot(y, k).to(z.dtype)).T @ a / n + reg * t
         return f, g, logits
 
-    it = 0
+    it, fresh = 0, False
+    if h_data is not None and h_data.shape != fixed.shape:
+        h_data = None
     f, g, logits = f_and_g(theta)
     while it < max_iter and float(g.abs().max()) > tol:
-        hess = _newton_hessian(a, torch.softmax(logits, dim=1))
-        hess += torch.diag(reg.reshape(-1)) + torch.outer(u.reshape(-1), u.reshape(-1))
-        step = torch.linalg.solve(hess, g.reshape(-1)).reshape(k, d + 1)
-        slope, s = float((g * step).sum()), 1.0
-        while True:
-            f_new, g_new, logits_new = f_and_g(theta - s * step)
-            if float(f_new) <= float(f) - 1e-4 * s * slope or s < 1e-10:
+        if h_data is None:
+            h_data, fresh = _newton_hessian(a, torch.softmax(logits, dim=1)), True
+        step = torch.linalg.solve(h_data + fixed, g.reshape(-1)).reshape(k, d + 1)
+        s, ok = _armijo(f_and_g, theta, step, f, g)
+        if not ok:
+            if fresh:  # no decrease even with the exact Hessian: converged to the precision of float64
                 break
-            # at the optimum the decrease drops below float64 resolution of f: accept a step that still shrinks
-            # the gradient while f stays equal to rounding
-            if abs(float(f_new) - float(f)) <= 1e-13 * abs(float(f)) and g_new.abs().max() < g.abs().max():
-                break
-            s *= 0.5
-        if s < 1e-10:  # no further decrease representable: converged to the precision of float64
-            break
-        theta, f, g, logits = theta - s * step, f_new, g_new, logits_new
+            h_data = None  # a stale Hessian: form it here and retry
+            continue
+        theta, (f_new, g_new, logits) = theta - s * step, ok
+        if float(g_new.abs().max()) > 0.1 * float(g.abs().max()):
+            h_data = None
+        f, g, fresh = f_new, g_new, False
         it += 1
-    return theta[:, :d], theta[:, d], it
+    return theta[:, :d], theta[:, d], it, h_data
+
+
+def _armijo(f_and_g, theta, step, f, g):
+    """Backtracking from the full step: (s, (f, g, logits) at theta - s step) or (s, None) when no step works."""
+    slope, s = float((g * step).sum()), 1.0
+    while s >= 1e-10:
+        new = f_and_g(theta - s * step)
+        if float(new[0]) <= float(f) - 1e-4 * s * slope:
+            return s, new
+        # at the optimum the decrease drops below the float64 resolution of f: accept a step that still shrinks
+        # the gradient while f stays equal to rounding
+        if abs(float(new[0]) - float(f)) <= 1e-13 * abs(float(f)) and new[1].abs().max() < g.abs().max():
+            return s, new
+        s *= 0.5
+    return s, None
 
 
 def _lbfgs_whitened(z, y, w, b, C, max_iter, tol):
