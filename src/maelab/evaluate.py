@@ -144,8 +144,9 @@ class ProbeResult:
     """Result of :func:`linear_probe`. Accuracies are fractions in [0, 1]; ``test_acc`` is None without test data.
 
     ``method`` is ``"logreg"``, ``"logreg_torch"`` or ``"sgd"``; ``C`` the inverse regularisation used (logreg);
-    ``val_acc`` maps each tried C to its validation accuracy (empty when C was given); ``history`` per-epoch dicts (sgd);
-    ``classifier`` the fitted scikit-learn pipeline (logreg) or the torch head (sgd, on CPU, eval mode).
+    ``val_acc`` maps each tried C to its validation accuracy (empty when C was given); ``history`` per-epoch dicts
+    (sgd); ``classifier`` the fitted scikit-learn pipeline (logreg), :class:`maelab.logreg.TorchLogisticRegression`
+    (logreg_torch) or the torch head (sgd, on CPU, eval mode).
     """
 
     method: str
