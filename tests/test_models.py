@@ -508,3 +508,103 @@ def test_simmim_zero_mask_ratio_loss_is_mean_l1():
     out = model(imgs(2), mask_ratio=0.0)
     expected = np.abs(out["pred"].detach().numpy() - out["target"].numpy()).mean()
     assert out["loss_rec"].item() == pytest.approx(float(expected), rel=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# official-code choices (issue 15): double norm, fc_norm, patch-embed bias; legacy values stay the default
+# ---------------------------------------------------------------------------------------------------------------
+def np_layernorm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """LayerNorm over the last axis by hand: (x - mean) / sqrt(biased var + eps) * w + b."""
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def _perturb_norms(model, seed=0):
+    """Non-trivial LayerNorm affine parameters, so a second norm is not a no-op by accident."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in (model.norm, getattr(model, "fc_norm", None)):
+            if m is not None:
+                m.weight.copy_(1 + 0.5 * torch.randn(m.weight.shape, generator=g))
+                m.bias.copy_(0.3 * torch.randn(m.bias.shape, generator=g))
+
+
+@pytest.mark.parametrize("name", ["umae", "usimmim"])
+def test_double_norm_feature_is_norm_of_norm_by_hand(name):
+    model = create(name, uniformity_double_norm=True, seed=0)
+    _perturb_norms(model)
+    x = imgs(5)
+    enc = model.encode(x, 0.75, gen(1), return_tokens=True)
+    pre = enc["tokens"][-1].detach().numpy().astype(np.float64)  # last block output, before the final norm
+    w, b = model.norm.weight.detach().numpy(), model.norm.bias.detach().numpy()
+    expected = np_layernorm(np_layernorm(pre, w, b), w, b)[:, 0]
+    out = model(x, mask_ratio=0.75, generator=gen(1))
+    np.testing.assert_allclose(out["features"].detach().numpy(), expected, rtol=1e-4, atol=1e-5)
+    once = np_layernorm(pre, w, b)[:, 0]
+    assert np.abs(expected - once).max() > 1e-2  # the option changes the feature
+    f = expected / np.linalg.norm(expected, axis=1, keepdims=True)
+    assert out["loss_unif"].item() == pytest.approx(float(((f @ f.T) ** 2).mean()), rel=1e-5)
+
+
+def test_fc_norm_mean_feature_by_hand_and_state_dict():
+    model = create("umae", uniformity_feature="mean", uniformity_fc_norm=True, seed=0)
+    assert "fc_norm.weight" in model.state_dict() and model.fc_norm.eps == 1e-6
+    _perturb_norms(model, seed=1)
+    x = imgs(4)
+    out = model(x, generator=gen(2))
+    lat = out["latent"].detach().numpy().astype(np.float64)
+    expected = np_layernorm(lat[:, 1:].mean(axis=1), model.fc_norm.weight.detach().numpy(),
+                            model.fc_norm.bias.detach().numpy())
+    np.testing.assert_allclose(out["features"].detach().numpy(), expected, rtol=1e-4, atol=1e-5)
+    # the uniformity gradient reaches fc_norm; without the option (or with the [CLS] feature) there is no fc_norm,
+    # so official MAE checkpoints keep their exact key set
+    out["loss_unif"].backward()
+    assert model.fc_norm.weight.grad.abs().sum() > 0
+    for kw in ({}, {"uniformity_fc_norm": True}, {"uniformity_feature": "mean"}):
+        assert not any(k.startswith("fc_norm") for k in create("umae", seed=0, **kw).state_dict())
+
+
+def test_patch_embed_bias_official_is_pytorch_conv_default():
+    m = create("mae", embed_dim=256, num_heads=4, decoder_embed_dim=64, patch_embed_bias="conv_default", seed=5)
+    bias = m.patch_embed.proj.bias.detach()
+    fan_in = 3 * 4 * 4
+    bound = 1 / math.sqrt(fan_in)  # PyTorch's Conv2d default: uniform(-1/sqrt(fan_in), 1/sqrt(fan_in))
+    assert bias.abs().max() <= bound and bias.abs().max() > 0.9 * bound
+    assert bias.std().item() == pytest.approx(bound / math.sqrt(3), rel=0.15)  # std of U(-a, a) is a / sqrt(3)
+    # the very draw PyTorch makes: PatchEmbed's conv is the first module built under the seed
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(5)
+        ref = torch.nn.Conv2d(3, 256, kernel_size=4, stride=4)
+    assert torch.equal(bias, ref.bias.detach())
+    # every other parameter is unchanged by the option (same random stream); the legacy default zeroes the bias
+    legacy = create("mae", embed_dim=256, num_heads=4, decoder_embed_dim=64, seed=5)
+    assert torch.all(legacy.patch_embed.proj.bias == 0)
+    sa, sb = m.state_dict(), legacy.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa if k != "patch_embed.proj.bias")
+
+
+def test_choice_defaults_are_legacy_and_enter_configs():
+    model = create("umae", seed=0)
+    assert (model.uniformity_double_norm, model.uniformity_fc_norm, model.patch_embed_bias) == (False, False, "zeros")
+    assert {k: model.config[k] for k in models.LEGACY_CHOICES} == models.LEGACY_CHOICES
+    assert models.choices_config() == {}
+    assert models.choices_config({"uniformity_double_norm": True}) == {"uniformity_double_norm": True}
+    assert models.choices_config({"patch_embed_bias": "zeros"}) == {}
+    again = create(**create("umae", uniformity_double_norm=True, patch_embed_bias="conv_default", seed=1).config)
+    assert again.uniformity_double_norm and again.patch_embed_bias == "conv_default"
+    with pytest.raises(ParameterError, match="patch_embed_bias"):
+        create("mae", patch_embed_bias="normal")
+    with pytest.raises(ParameterError, match="uniformity_double_norm"):
+        create("umae", uniformity_double_norm=1)
+
+
+def test_flipping_a_default_changes_the_spec_hash(monkeypatch):
+    from maelab.experiments import PretrainSpec
+
+    spec = PretrainSpec(dataset="shapes", model="umae")
+    before = (spec.to_config(), spec.key)
+    assert before[0]["model_overrides"] == {}  # today: the config (and so committed hashes) is unchanged
+    monkeypatch.setattr(models, "CHOICE_DEFAULTS", dict(models.OFFICIAL_CHOICES))
+    after = spec.to_config()
+    assert after["model_overrides"] == models.OFFICIAL_CHOICES and spec.key != before[1]

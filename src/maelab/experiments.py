@@ -74,6 +74,8 @@ class PretrainSpec:
         d = dataclasses.asdict(self)
         d["data_options"] = {k: v for k, v in self.data_options}
         d["model_overrides"] = {k: v for k, v in self.model_overrides}
+        # official-code choices that differ from the legacy defaults (none today): a default flip changes the hash
+        d["model_overrides"].update(models.choices_config(d["model_overrides"]))
         return d
 
     @property

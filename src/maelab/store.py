@@ -462,7 +462,7 @@ def _cleanup(folder: Path, stem: str, keep: set[str] | None) -> None:
 
 
 def _provenance(notebook: str, name: str, profile: str, config: dict, seeds: Any, device: Any,
-                wall: float) -> dict:
+                wall: float, datasets: dict | None = None) -> dict:
     if isinstance(seeds, int):
         seeds = [seeds]
     return {
@@ -478,6 +478,7 @@ def _provenance(notebook: str, name: str, profile: str, config: dict, seeds: Any
         "seeds": list(seeds) if seeds is not None else None,
         "wall_time_s": round(wall, 3),
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "datasets": dict(sorted((datasets or {}).items())),  # {name: SHA-256} of the hashed datasets fn loaded
     }
 
 
@@ -593,6 +594,8 @@ def load_or_compute(name: str, config: dict, fn: Callable[[], dict], *, notebook
     hit = _no_compute(name, config, h, notebook, profile, json_path)
     if hit is not None:
         return hit
+    from .data.packaged import datasets_used
+
     check_writable(json_path.parent)
     with lock(json_path.parent, f"{name}.{profile}", say):
         if not recompute:  # another process may have stored it while we waited for the lock
@@ -601,12 +604,13 @@ def load_or_compute(name: str, config: dict, fn: Callable[[], dict], *, notebook
                 say(f"[store] {json_path.name}: stored by another process meanwhile; loading it")
                 return found
         t0 = time.perf_counter()
-        out = fn()
+        with datasets_used() as used_datasets:  # provenance: hashes of the datasets fn loads
+            out = fn()
         wall = time.perf_counter() - t0
         if not isinstance(out, dict):
             raise ParameterError("fn", "a callable returning a dict", type(out).__name__)
         plain, frames, arrays = _split(out)
-        prov = _provenance(notebook, name, profile, config, seeds, device, wall)
+        prov = _provenance(notebook, name, profile, config, seeds, device, wall, used_datasets)
         got = _publish(json_path, plain, frames, arrays, prov)
     say(f"[store] {json_path.name}: computed in {wall:.1f} s and stored")
     return Result(name, got[0], got[1], False, json_path)

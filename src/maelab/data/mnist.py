@@ -91,6 +91,10 @@ def load_mnist10k(split: str, n: int | None, seed: int, options: dict, progress:
     else:
         images = resize(images, size)
     images = to_channels(images, channels)
+    if "images_sha256" in arrays:
+        from .packaged import record_dataset
+
+        record_dataset("mnist10k", str(arrays["images_sha256"]))
     meta = {
         "split": split, "seed": seed, "n": len(keep), "num_classes": 10, "classes": [str(d) for d in range(10)],
         "options": {"size": size, "channels": channels, "resize": mode, "path": str(o["path"] or DEFAULT_PATH)},

@@ -44,7 +44,7 @@ import torch
 import torch.nn as nn
 
 from .._validate import ParameterError, one_of, positive_int
-from ._base import POOLS, MaskedImageModel
+from ._base import LEGACY_CHOICES, OFFICIAL_CHOICES, POOLS, MaskedImageModel
 from ._layers import attention_map, attention_output, sincos_2d, uniformity_loss
 from .mae import MaskedAutoencoderViT
 from .simmim import SimMIM
@@ -58,6 +58,7 @@ __all__ = [
     "SimMIM",
     "attention_map",
     "attention_output",
+    "choices_config",
     "create",
     "create_encoder_classifier",
     "load_official_checkpoint",
@@ -94,7 +95,24 @@ MODELS: dict[str, tuple[type, dict[str, Any]]] = {
 
 _COMMON_OPTIONS = ("img_size", "patch_size", "in_chans", "embed_dim", "depth", "num_heads", "mlp_ratio",
                    "mask_ratio", "mask_unit", "norm_pix_loss", "lambda_unif", "uniformity_feature", "input_norm",
-                   "drop_path_rate", "seed")
+                   "drop_path_rate", "seed", *LEGACY_CHOICES)
+
+
+#: Defaults of the official-code choices (issue 15): today's behaviour, ``LEGACY_CHOICES``. The default flips to the
+#: official choice (``OFFICIAL_CHOICES``) when the committed results are recomputed.
+CHOICE_DEFAULTS: dict[str, Any] = dict(LEGACY_CHOICES)
+
+
+def choices_config(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The official-code choices (``uniformity_double_norm``, ``uniformity_fc_norm``, ``patch_embed_bias``) that
+    a model built with ``overrides`` would use and that differ from the legacy values (``LEGACY_CHOICES``).
+
+    Meant for result configs: empty today for a model built with the defaults (so committed results keep their
+    hashes), non-empty once :data:`CHOICE_DEFAULTS` flips to the official values or an override departs from the
+    legacy value -- so a stored result computed under other choices is never silently reused."""
+    overrides = dict(overrides or {})
+    resolved = {k: overrides.get(k, CHOICE_DEFAULTS[k]) for k in LEGACY_CHOICES}
+    return {k: v for k, v in resolved.items() if v != LEGACY_CHOICES[k]}
 
 
 def create(name: str, size: str = "micro", **overrides) -> MaskedImageModel:
@@ -103,8 +121,12 @@ def create(name: str, size: str = "micro", **overrides) -> MaskedImageModel:
     Overrides: img_size, patch_size, in_chans, embed_dim, depth, num_heads, mlp_ratio, mask_ratio (in [0, 1);
     0 = no-mask ablation), mask_unit (k x k token blocks; must divide the token grid), norm_pix_loss,
     lambda_unif (>= 0), uniformity_feature ("cls" | "mean"), input_norm ("none" | "imagenet" | (mean, std)),
-    drop_path_rate, seed (reproducible weight init without touching the global RNG) and, for MAE models,
-    decoder_embed_dim, decoder_depth, decoder_num_heads. Bad values raise :class:`maelab.ParameterError`.
+    drop_path_rate, seed (reproducible weight init without touching the global RNG), the official-code choices
+    uniformity_double_norm, uniformity_fc_norm (see :meth:`MaskedImageModel.uniformity_features`) and
+    patch_embed_bias ("zeros" | "conv_default"; see :func:`._layers.init_patch_embed`) -- today's behaviour is the
+    default and the default flips to the official choice when the committed results are recomputed (issue 15) --
+    and, for MAE models, decoder_embed_dim, decoder_depth, decoder_num_heads. Bad values raise
+    :class:`maelab.ParameterError`.
 
     The returned model has ``name``, ``size`` and ``config`` attributes; ``create(**model.config)`` rebuilds the
     same architecture (and, when a seed was given, the same initial weights).
@@ -118,6 +140,7 @@ def create(name: str, size: str = "micro", **overrides) -> MaskedImageModel:
             raise ParameterError("override", f"one of {', '.join(allowed)} for model {name!r}", key)
     cfg = {k: v for k, v in SIZES[size].items() if cls is MaskedAutoencoderViT or k not in _DECODER_KEYS}
     cfg.update(defaults)
+    cfg.update(CHOICE_DEFAULTS)
     if cls is SimMIM and size == "vit_base":
         cfg["mask_unit"] = 2
     cfg.update(overrides)

@@ -11,6 +11,15 @@ from ._layers import (init_linear_and_norm, init_patch_embed, make_blocks, norm_
                       sincos_2d, uniformity_loss)
 
 POOLS = ("cls", "mean")
+PATCH_BIAS_INITS = ("zeros", "conv_default")
+
+#: Choices where maelab's first implementation departs from the official U-MAE / MAE code (issue 15), with today's
+#: (legacy) defaults and the official values. The default flips to the official choice when the committed results
+#: are recomputed (issue 15); until then the legacy value stays the default so that committed results, computed with
+#: it, stay valid. :func:`maelab.models.choices_config` lists the values that differ from the legacy ones, for
+#: result configs (so that flipping a default changes their hashes instead of silently reusing them).
+LEGACY_CHOICES = {"uniformity_double_norm": False, "uniformity_fc_norm": False, "patch_embed_bias": "zeros"}
+OFFICIAL_CHOICES = {"uniformity_double_norm": True, "uniformity_fc_norm": True, "patch_embed_bias": "conv_default"}
 
 
 def _heads(dim_name: str, dim: int, heads_name: str, heads: int) -> None:
@@ -36,7 +45,10 @@ class MaskedImageModel(nn.Module):
     def __init__(self, *, img_size: int = 32, patch_size: int = 4, in_chans: int = 3, embed_dim: int = 64,
                  depth: int = 2, num_heads: int = 2, mlp_ratio: float = 4.0, mask_ratio: float = 0.75,
                  mask_unit: int = 1, norm_pix_loss: bool = False, lambda_unif: float = 0.0,
-                 uniformity_feature: str = "cls", input_norm=None, drop_path_rate: float = 0.0):
+                 uniformity_feature: str = "cls", input_norm=None, drop_path_rate: float = 0.0,
+                 uniformity_double_norm: bool = LEGACY_CHOICES["uniformity_double_norm"],
+                 uniformity_fc_norm: bool = LEGACY_CHOICES["uniformity_fc_norm"],
+                 patch_embed_bias: str = LEGACY_CHOICES["patch_embed_bias"]):
         super().__init__()
         positive_int("img_size", img_size)
         divides("patch_size", patch_size, img_size, "img_size")
@@ -51,6 +63,9 @@ class MaskedImageModel(nn.Module):
         self.lambda_unif = in_range("lambda_unif", lambda_unif, 0.0, None)
         one_of("uniformity_feature", uniformity_feature, POOLS)
         in_range("drop_path_rate", drop_path_rate, 0.0, 1.0, high_open=True)
+        is_bool("uniformity_double_norm", uniformity_double_norm)
+        is_bool("uniformity_fc_norm", uniformity_fc_norm)
+        one_of("patch_embed_bias", patch_embed_bias, PATCH_BIAS_INITS)
         norm = resolve_input_norm(input_norm, in_chans)
 
         self.img_size, self.patch_size, self.in_chans, self.embed_dim = img_size, patch_size, in_chans, embed_dim
@@ -62,6 +77,8 @@ class MaskedImageModel(nn.Module):
         self.uniformity_feature = uniformity_feature
         self.input_norm = input_norm if isinstance(input_norm, str) or input_norm is None else norm
         self.drop_path_rate = float(drop_path_rate)
+        self.uniformity_double_norm, self.uniformity_fc_norm = uniformity_double_norm, uniformity_fc_norm
+        self.patch_embed_bias = patch_embed_bias
 
         # --- encoder (official MAE names and shapes) ---
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
@@ -69,6 +86,10 @@ class MaskedImageModel(nn.Module):
         self.pos_embed = nn.Parameter(torch.zeros(1, self.num_patches + 1, embed_dim), requires_grad=False)
         self.blocks = make_blocks(embed_dim, depth, num_heads, mlp_ratio, drop_path_rate)
         self.norm = norm_layer(embed_dim)
+        # official U-MAE global-pool path: its own LayerNorm on the mean token (only when used, so that official MAE
+        # checkpoints keep loading with strict=True); creating it draws no random numbers
+        use_fc_norm = uniformity_fc_norm and uniformity_feature == "mean"
+        self.fc_norm = norm_layer(embed_dim) if use_fc_norm else None
         # input normalisation: non-persistent buffers, so state_dict keys stay those of the official checkpoints
         if norm is None:
             self.input_mean = self.input_std = None
@@ -84,7 +105,7 @@ class MaskedImageModel(nn.Module):
         if extra_pos_embed is not None:
             dim = extra_pos_embed.shape[-1]
             extra_pos_embed.data.copy_(torch.from_numpy(sincos_2d(dim, self.grid_size)).unsqueeze(0))
-        init_patch_embed(self.patch_embed.proj)
+        init_patch_embed(self.patch_embed.proj, zero_bias=self.patch_embed_bias == "zeros")
         nn.init.normal_(self.cls_token, std=0.02)
         if mask_token is not None:
             nn.init.normal_(mask_token, std=0.02)
@@ -184,14 +205,15 @@ class MaskedImageModel(nn.Module):
         * ``target`` (N, L, p*p*C), ``mask`` (N, L; 1 = removed), ``ids_restore`` (N, L)
         * ``latent`` (N, 1 + T, D) encoder output after the final norm
         * ``features`` (N, D): the masked view's representation used by the uniformity term (and by an online
-          classifier): [CLS] of ``latent`` (``uniformity_feature="cls"``) or the mean of its other tokens.
+          classifier): [CLS] of ``latent`` (``uniformity_feature="cls"``) or the mean of its other tokens; see
+          :meth:`uniformity_features` for the official-code options (second norm, ``fc_norm``).
         """
         mask_ratio = self.mask_ratio if mask_ratio is None else self._check_ratio(mask_ratio)
         enc = self.encode(imgs, mask_ratio=mask_ratio, generator=generator)
         pred = self.decode(enc["latent"], enc["ids_restore"])["pred"]
         target = self.target(imgs)
         loss_rec = self.reconstruction_loss(pred, target, enc["mask"])
-        features = self.pool(enc["latent"], self.uniformity_feature)
+        features = self.uniformity_features(enc["latent"])
         if self.lambda_unif > 0:
             loss_unif = uniformity_loss(features)
             loss = loss_rec + self.lambda_unif * loss_unif
@@ -201,6 +223,22 @@ class MaskedImageModel(nn.Module):
         return {"loss": loss, "loss_rec": loss_rec, "loss_unif": loss_unif, "pred": pred, "target": target,
                 "mask": enc["mask"], "ids_restore": enc["ids_restore"], "latent": enc["latent"],
                 "features": features}
+
+    def uniformity_features(self, latent: torch.Tensor) -> torch.Tensor:
+        """(N, 1 + T, D) encoder output (after the final norm) -> (N, D) feature of the uniformity term.
+
+        ``uniformity_feature="cls"``: the [CLS] token, with ``uniformity_double_norm`` passed through the final
+        norm a second time, ``norm(norm(x))[:, 0]``, as the official U-MAE code does (``forward_encoder`` ends with
+        ``self.norm``, ``forward`` applies ``self.norm(latent)`` again before taking [CLS]). ``"mean"``: the mean
+        of the other tokens, with ``uniformity_fc_norm`` followed by the model's own ``fc_norm`` LayerNorm, as the
+        official ``global_pool`` path (``self.fc_norm(latent[:, 1:, :].mean(dim=1))``). Both options default to
+        today's single-norm / no-fc_norm behaviour; the default flips to the official choice when the committed
+        results are recomputed (issue 15)."""
+        if self.uniformity_feature == "cls":
+            cls = latent[:, 0]
+            return self.norm(cls) if self.uniformity_double_norm else cls  # LayerNorm is per token
+        f = latent[:, 1:].mean(dim=1)
+        return self.fc_norm(f) if self.fc_norm is not None else f
 
     def forward_features(self, imgs: torch.Tensor, pool: str = "cls") -> torch.Tensor:
         """(N, D) representation of the *unmasked* images (all tokens, raster order): [CLS] after the final norm
@@ -232,4 +270,6 @@ class MaskedImageModel(nn.Module):
         return (f"name={self.name!r}, img_size={self.img_size}, patch_size={self.patch_size}, "
                 f"in_chans={self.in_chans}, embed_dim={self.embed_dim}, depth={self.depth}, "
                 f"mask_ratio={self.mask_ratio}, mask_unit={self.mask_unit}, norm_pix_loss={self.norm_pix_loss}, "
-                f"lambda_unif={self.lambda_unif}, uniformity_feature={self.uniformity_feature!r}")
+                f"lambda_unif={self.lambda_unif}, uniformity_feature={self.uniformity_feature!r}, "
+                f"uniformity_double_norm={self.uniformity_double_norm}, uniformity_fc_norm={self.uniformity_fc_norm}, "
+                f"patch_embed_bias={self.patch_embed_bias!r}")
