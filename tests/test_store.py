@@ -248,14 +248,27 @@ def test_read_only_results_folder_fails_before_computing(tmp_path):
     assert not marker.exists()  # failed before computing
 
 
-def test_migrate_upgrades_committed_records_without_touching_values(tmp_path):
+def _schema1_copy(dest):
+    """A copy of the committed masking records in the schema-1 format they had before ``store migrate`` ran on
+    them (migrate only adds ``schema``, ``sha256`` and ``provenance.migrated_from_schema``: removing them restores
+    the old record byte for byte in content)."""
     import shutil
 
-    src = store.repo_root() / "data" / "results" / "masking"
-    shutil.copytree(src, tmp_path / "masking")
+    shutil.copytree(store.repo_root() / "data" / "results" / "masking", dest)
+    for p in dest.glob("*.json"):
+        rec = json.loads(p.read_text())
+        if "migrated_from_schema" not in rec["provenance"]:  # written by today's store (claims records): not old
+            p.unlink()
+            continue
+        rec.pop("schema", None), rec.pop("sha256", None), rec["provenance"].pop("migrated_from_schema", None)
+        p.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+
+
+def test_migrate_upgrades_committed_records_without_touching_values(tmp_path):
+    _schema1_copy(tmp_path / "masking")
     old = {p.name: json.loads(p.read_text()) for p in (tmp_path / "masking").glob("*.json")}
     sides = {p.name: p.read_bytes() for p in (tmp_path / "masking").iterdir() if p.suffix != ".json"}
-    assert old and all("sha256" not in r for r in old.values())  # today's committed format (schema 1)
+    assert old and all("sha256" not in r for r in old.values())  # the pre-migration format (schema 1)
     counts = store.migrate(tmp_path, log=lambda s: None)
     assert counts == {"upgraded": len(old), "current": 0, "failed": 0}
     for name, rec in old.items():
@@ -271,9 +284,7 @@ def test_migrate_upgrades_committed_records_without_touching_values(tmp_path):
 
 
 def test_migrate_refuses_an_old_record_whose_side_file_changed(tmp_path):
-    import shutil
-
-    shutil.copytree(store.repo_root() / "data" / "results" / "masking", tmp_path / "masking")
+    _schema1_copy(tmp_path / "masking")
     npz = tmp_path / "masking" / "spectra_2d.cpu.npz"
     npz.write_bytes(npz.read_bytes()[:-10] + b"0123456789")
     before = (tmp_path / "masking" / "spectra_2d.cpu.json").read_bytes()
