@@ -267,7 +267,8 @@ def _schema1_copy(dest):
 def test_migrate_upgrades_committed_records_without_touching_values(tmp_path):
     _schema1_copy(tmp_path / "masking")
     old = {p.name: json.loads(p.read_text()) for p in (tmp_path / "masking").glob("*.json")}
-    sides = {p.name: p.read_bytes() for p in (tmp_path / "masking").iterdir() if p.suffix != ".json"}
+    sides = {p.name: p.read_bytes() for p in (tmp_path / "masking").iterdir()
+             if p.suffix != ".json" and not p.name.startswith(".")}
     assert old and all("sha256" not in r for r in old.values())  # the pre-migration format (schema 1)
     counts = store.migrate(tmp_path, log=lambda s: None)
     assert counts == {"upgraded": len(old), "current": 0, "failed": 0}
