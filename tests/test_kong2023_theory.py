@@ -165,3 +165,40 @@ def test_shapes_reach_bounds_the_rendered_silhouettes():
     dy = centres.view(1, size, 1) - ds.latents["y"].view(-1, 1, 1)
     far = torch.hypot(dx, dy)[m].max().item()
     assert far <= reach < far + 0.06
+
+
+def test_claim_evidence_helpers_on_a_hand_table():
+    import pandas as pd
+
+    rows = []
+    for seed, shift in ((0, 0.0), (1, 0.2)):
+        for r, base in ((0.1, 2.5), (0.75, 2.0), (0.9, 2.25)):
+            for u, du in ((1, 0.0), (2, -1.0)):
+                rows.append({"seed": seed, "mask_ratio": r, "unit": u, "mean_level": base + du + shift})
+    df = pd.DataFrame(rows)
+    tr = th.unit_trend(df, 0.75)
+    assert tr["x"] == (1.0, 2.0)
+    np.testing.assert_allclose(tr["y"], [2.1, 1.1])
+    np.testing.assert_allclose(tr["y_err"], [0.1, 0.1])  # std of (2.0, 2.2) / sqrt(2)
+    # per seed: min(2.5 - 2.0, 2.25 - 2.0) averaged over units = 0.25 (the unit offsets cancel)
+    np.testing.assert_allclose(th.ratio_extreme_gaps(df), [0.25, 0.25])
+    with pytest.raises(ParameterError, match="mask_ratio"):
+        th.unit_trend(df, 0.5)
+    with pytest.raises(ParameterError, match="table"):
+        th.ratio_extreme_gaps(df, mid=0.5)
+
+
+def test_figure4_panels_and_draw():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = th.figure4_panels()
+    assert {k: set(v.c) for k, v in panels.items()} == {"low": {"z4"}, "moderate": {"z1"}, "extreme": {"z7"}}
+    fig, ax = plt.subplots()
+    th.draw(th.figure4_tree(), panels["low"], ax, title="low")
+    faces = [tuple(c.get_facecolor()[0]) for c in ax.collections if len(c.get_offsets()) == 1]
+    blue = matplotlib.colors.to_rgba("tab:blue")
+    assert sum(np.allclose(f, blue) for f in faces) == 1  # exactly one node of c drawn blue
+    plt.close(fig)

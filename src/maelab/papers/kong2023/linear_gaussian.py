@@ -54,7 +54,8 @@ from ..._validate import ParameterError, positive_int
 from .theory import HierarchicalDAG, SharedInfo, shared_latents
 
 __all__ = ["LinearGaussianModel", "make_model", "canonical_correlations", "covariance", "optimal_encoder",
-           "EncoderFit", "theorem2_check", "sweep_theorem2"]
+           "EncoderFit", "theorem2_check", "sweep_theorem2",
+           "theorem2_experiment"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,17 +73,21 @@ class LinearGaussianModel:
     def noise_dim(self) -> int:
         return max(s.stop for s in self.noise.values())
 
+    def ordered(self, nodes: Iterable[str]) -> list[str]:
+        """``nodes`` in the canonical order: observed leaves as ``dag.observed``, then latents as ``dag.latents``
+        (every matrix over several nodes -- covariances, encoders -- uses this order)."""
+        rank = {v: i for i, v in enumerate(tuple(self.dag.observed) + self.dag.latents)}
+        return sorted(set(nodes), key=rank.__getitem__)
+
     def stack(self, nodes: Iterable[str]) -> np.ndarray:
-        """Loadings of the concatenation of ``nodes`` (in the DAG's order), (sum d_v) x D."""
-        nodes = set(nodes)
-        rows = [self.loadings[v] for v in self.dag.parents if v in nodes]
+        """Loadings of the concatenation of ``nodes`` (in :meth:`ordered` order), (sum d_v) x D."""
+        rows = [self.loadings[v] for v in self.ordered(nodes)]
         return np.vstack(rows) if rows else np.zeros((0, self.noise_dim))
 
     def noise_rows(self, nodes: Iterable[str]) -> np.ndarray:
         """Loadings of the noises eps_v of ``nodes`` (rows of the identity), (sum e_v) x D."""
         eye = np.eye(self.noise_dim)
-        nodes = set(nodes)
-        rows = [eye[self.noise[v]] for v in self.dag.parents if v in nodes]
+        rows = [eye[self.noise[v]] for v in self.ordered(nodes)]
         return np.vstack(rows) if rows else np.zeros((0, self.noise_dim))
 
 
@@ -184,7 +189,7 @@ class EncoderFit:
 
 
 def _sample_cov(model: LinearGaussianModel, n: int, seed: int) -> np.ndarray:
-    """Sample covariance (centred, divided by n) of all observed leaves from n draws; order = model.stack."""
+    """Sample covariance (centred, divided by n) of all observed leaves from n draws, in ``model.ordered`` order."""
     rng = np.random.default_rng(seed)
     lx = model.stack(model.dag.observed)
     xs = rng.standard_normal((n, model.noise_dim)) @ lx.T
@@ -195,13 +200,14 @@ def _sample_cov(model: LinearGaussianModel, n: int, seed: int) -> np.ndarray:
 def optimal_encoder(model: LinearGaussianModel, visible: Iterable[str], k: int, *, n_samples: int | None = None,
                     seed: int = 0) -> EncoderFit:
     """Minimiser of E||x_m - B A x_mc||^2 (Eq. 2 for one fixed mask, linear E and D) by reduced-rank regression.
+    A's columns follow ``model.stack(visible)`` (leaves in ``dag.observed`` order), B's rows ``model.stack(masked)``.
 
     With ``n_samples`` None the exact population covariances are used; otherwise sample covariances of
     ``n_samples`` draws seeded by ``seed``.
     """
     info = shared_latents(model.dag, visible)
     positive_int("k", k)
-    obs = list(model.dag.observed)
+    obs = model.ordered(model.dag.observed)  # the row order of model.stack(...) and of A's columns
     sizes = [model.dims[x] for x in obs]
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     idx = {x: np.arange(offsets[i], offsets[i + 1]) for i, x in enumerate(obs)}
@@ -279,3 +285,26 @@ def sweep_theorem2(model: LinearGaussianModel, masks: Mapping[str, Iterable[str]
                              "max_cc_s_m": float(r["cc_s_m"].max(initial=0.0)),
                              "max_cc_s_mc": float(r["cc_s_mc"].max(initial=0.0)), "rank_gap": r["rank_gap"]})
     return pd.DataFrame(rows)
+
+
+def theorem2_experiment(side: int, noise_dim: int, mask_ratio: float, n_masks: int, seeds: Sequence[int],
+                        n_samples: Sequence[int | None]):
+    """The page's Theorem-2 table: for each seed, a random linear-Gaussian model (seeded) on
+    ``theory.quadtree_dag(side)`` and on ``theory.figure4_tree()``, checked (:func:`sweep_theorem2`) on
+    ``n_masks`` random masks of ``mask_ratio`` (unit 1, seeded) and on Figure 4's three masks. Returns a pandas
+    DataFrame with a ``model`` column ("quadtree" / "figure4") and ``sweep_theorem2``'s columns."""
+    import pandas as pd
+    import torch
+
+    from .theory import figure4_masks, figure4_tree, quadtree_dag, sample_visible
+
+    frames = []
+    for s in seeds:
+        q = quadtree_dag(side)
+        g = torch.Generator().manual_seed(int(s))
+        masks = {f"random{i}": v for i, v in enumerate(sample_visible(q, mask_ratio, 1, n_masks, g))}
+        for name, dag, mk in (("quadtree", q, masks), ("figure4", figure4_tree(), figure4_masks())):
+            model = make_model(dag, noise_dim, seed=int(s))
+            df = sweep_theorem2(model, mk, seeds=[int(s)], n_samples=n_samples)
+            frames.append(df.assign(model=name))
+    return pd.concat(frames, ignore_index=True)

@@ -53,7 +53,8 @@ from ..._validate import ParameterError, in_range, positive_int
 
 __all__ = [
     "HierarchicalDAG", "SharedInfo", "make_dag", "shared_latents", "figure2_dag", "figure4_tree", "figure4_masks",
-    "quadtree_dag", "shapes_dag", "shapes_object_reach", "sample_visible", "sweep", "draw",
+    "quadtree_dag", "shapes_dag", "shapes_object_reach", "sample_visible", "sweep", "draw", "layout",
+    "figure4_panels", "unit_trend", "ratio_extreme_gaps",
 ]
 
 
@@ -484,3 +485,39 @@ def draw(dag: HierarchicalDAG, info: SharedInfo, ax=None, *, title: str | None =
     if title:
         ax.set_title(title, fontsize=9)
     return ax
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# evidence for the claim rows
+# ----------------------------------------------------------------------------------------------------------------
+def figure4_panels() -> dict[str, SharedInfo]:
+    """:func:`shared_latents` of :func:`figure4_tree` for each mask of :func:`figure4_masks`."""
+    dag = figure4_tree()
+    return {k: shared_latents(dag, v) for k, v in figure4_masks().items()}
+
+
+def unit_trend(table, mask_ratio: float, column: str = "mean_level") -> dict[str, tuple[float, ...]]:
+    """From a :func:`sweep` table: ``x`` = units, ``y`` = mean of ``column`` over seeds at ``mask_ratio``,
+    ``y_err`` = its standard error over seeds (0 with one seed), for a ``Monotone`` claim."""
+    sub = table[np.isclose(table["mask_ratio"], mask_ratio)]
+    if sub.empty:
+        raise ParameterError("mask_ratio", "a ratio present in the table", mask_ratio)
+    g = sub.groupby("unit")[column]
+    n = g.count()
+    sem = (g.std(ddof=1) / np.sqrt(n)).fillna(0.0)
+    return {"x": tuple(float(u) for u in g.mean().index), "y": tuple(float(v) for v in g.mean()),
+            "y_err": tuple(float(v) for v in sem)}
+
+
+def ratio_extreme_gaps(table, mid: float = 0.75, extremes: Sequence[float] = (0.1, 0.9),
+                       column: str = "mean_level") -> list[float]:
+    """Per seed: min over the extreme ratios of [``column`` at the extreme − at ``mid``], each averaged over
+    units. Positive values mean every extreme ratio gives a *lower-level* (larger level) c than ``mid``."""
+    per = table.groupby(["seed", "mask_ratio"])[column].mean().unstack("mask_ratio")
+    cols = {round(float(c), 6): c for c in per.columns}
+    for r in (mid, *extremes):
+        if round(float(r), 6) not in cols:
+            raise ParameterError("table", f"a sweep that includes mask ratio {r}", sorted(cols))
+    m = per[cols[round(float(mid), 6)]]
+    gaps = np.min([per[cols[round(float(r), 6)]] - m for r in extremes], axis=0)
+    return [float(v) for v in gaps]
