@@ -202,3 +202,10 @@ def test_figure4_panels_and_draw():
     blue = matplotlib.colors.to_rgba("tab:blue")
     assert sum(np.allclose(f, blue) for f in faces) == 1  # exactly one node of c drawn blue
     plt.close(fig)
+
+
+def test_sweep_marks_infeasible_cells():
+    dag = th.quadtree_dag(8)  # unit 4: 4 units; ratio 0.9 keeps int(0.4) = 0 of them
+    df = th.sweep(dag, [0.75, 0.9], [4], n_masks=3, seeds=[0])
+    assert df.feasible.tolist() == [True, False] and np.isnan(df.mean_level.iloc[1])
+    assert df.mean_level.iloc[0] == 0.0  # units are the four quadrants: only the root is split

@@ -45,7 +45,8 @@ CLAIMS: list[Claim] = [
     Claim(id="kong.thm2_cc_s", paper=P, where="Theorem 2 with Theorem 1's conditions",
           statement="The optimal encoder carries nothing of the non-shared noises (s_m and s_mc).",
           paper_value="ĉ depends on c only", criterion=Below(1e-8), notebook=TH,
-          measure="max over masks and model seeds of the canonical correlations of ĉ with the noises outside S"),
+          measure="max over masks and model seeds of the canonical correlations of ĉ with the noises of s_mc "
+                  "(those with s_m are 0 by construction: ĉ reads only x_mc)"),
     Claim(id="kong.thm2_sampled", paper=P, where="Theorem 2 (population) from finite data",
           statement="An encoder fitted from samples approaches c: min canonical correlation with c ≥ 0.99 at the "
                     "largest sample size.",

@@ -406,6 +406,16 @@ def sample_visible(dag: HierarchicalDAG, mask_ratio: float, unit: int = 1, n: in
     return [frozenset(leaves[i] for i in np.flatnonzero(row.numpy() == 0)) for row in mask]
 
 
+def _feasible(dag: HierarchicalDAG, mask_ratio: float, unit: int) -> bool:
+    """Whether MAE's masking keeps at least one ``unit x unit`` block of the DAG's grid at ``mask_ratio``."""
+    from ... import masking
+
+    gh, gw = dag.grid_shape
+    if unit < 1 or gh % unit or gw % unit:
+        raise ParameterError("unit", f"a positive divisor of the grid sides {(gh, gw)}", unit)
+    return masking.num_keep((gh // unit) * (gw // unit), mask_ratio) >= 1
+
+
 def sweep(dag: HierarchicalDAG, mask_ratios: Sequence[float], units: Sequence[int], n_masks: int,
           seeds: Sequence[int]):
     """Level of c against mask ratio x masking unit, over ``n_masks`` random masks per seed.
@@ -413,7 +423,8 @@ def sweep(dag: HierarchicalDAG, mask_ratios: Sequence[float], units: Sequence[in
     Returns a pandas DataFrame with one row per (seed, mask_ratio, unit): ``mean_level`` (mean over masks of the
     mean level of c's nodes), ``min_level`` / ``max_level`` (means over masks of c's most / least abstract level),
     ``n_c`` (mean number of nodes in c), ``empty`` (fraction of masks with c empty) and ``frac_level_{l}`` (mean
-    fraction of c's nodes at level l). Masks of seed s come from ``torch.Generator().manual_seed(s)``, one
+    fraction of c's nodes at level l); ``feasible`` is False (and the other columns NaN) where MAE's masking
+    would keep no unit (e.g. ratio 0.9 with 4 units). Masks of seed s come from ``torch.Generator().manual_seed(s)``, one
     generator per (seed, ratio, unit) cell, so a cell does not depend on the others.
     """
     import pandas as pd
@@ -424,9 +435,13 @@ def sweep(dag: HierarchicalDAG, mask_ratios: Sequence[float], units: Sequence[in
     for s in seeds:
         for r in mask_ratios:
             for u in units:
+                row: dict[str, Any] = {"seed": int(s), "mask_ratio": float(r), "unit": int(u)}
+                if not _feasible(dag, r, u):  # no unit would stay visible: MAE cannot draw this mask
+                    rows.append({**row, "feasible": False})
+                    continue
                 g = torch.Generator().manual_seed(int(s) * 1_000_003 + int(round(float(r) * 1000)) * 101 + int(u))
                 infos = [shared_latents(dag, v) for v in sample_visible(dag, r, u, n_masks, g)]
-                row: dict[str, Any] = {"seed": int(s), "mask_ratio": float(r), "unit": int(u)}
+                row["feasible"] = True
                 full = [i for i in infos if i.c]
                 row["mean_level"] = float(np.mean([i.mean_level for i in full])) if full else math.nan
                 row["min_level"] = float(np.mean([i.min_level for i in full])) if full else math.nan
