@@ -117,7 +117,7 @@ def test_sweep_theorem2_and_errors():
     model = lg.make_model(dag, 1, seed=0)
     df = lg.sweep_theorem2(model, th.figure4_masks(), seeds=[0, 1], n_samples=[None, 5000])
     assert len(df) == 12
-    pop = df[df.n_samples == "population"]
+    pop = df[df.fit == "population"]
     assert (pop.min_cc_c > 1 - 1e-8).all() and (pop.max_cc_s_mc < 1e-8).all()
     split = th.make_dag({"a": (), "b": (), "x1": ("a",), "x2": ("b",)}, ["x1", "x2"])
     with pytest.raises(ParameterError, match="share a latent"):
@@ -132,7 +132,7 @@ def test_theorem2_experiment_table():
     df = lg.theorem2_experiment(4, 1, 0.5, 2, seeds=[0, 1], n_samples=[None, 2000])
     # per seed: (2 random + 3 figure-4 masks) x 2 sample sizes
     assert len(df) == 2 * 5 * 2 and set(df.model) == {"quadtree", "figure4"}
-    pop = df[df.n_samples == "population"]
+    pop = df[df.fit == "population"]
     assert (pop.min_cc_c > 1 - 1e-8).all() and (pop.max_cc_s_m < 1e-8).all() and (pop.max_cc_s_mc < 1e-8).all()
     again = lg.theorem2_experiment(4, 1, 0.5, 2, seeds=[0, 1], n_samples=[None, 2000])
     assert df.equals(again)

@@ -270,8 +270,8 @@ def sweep_theorem2(model: LinearGaussianModel, masks: Mapping[str, Iterable[str]
                    n_samples: Sequence[int | None]):
     """One row per (mask, n_samples, seed): min canonical correlation with c, max with s_m and s_mc noises.
 
-    ``n_samples`` None is the exact population case (its rows repeat over seeds, which changes nothing there).
-    Returns a pandas DataFrame.
+    ``n_samples`` None is the exact population case (column ``fit`` = "population", ``n_samples`` = 0; its rows
+    repeat over seeds, which changes nothing there). Returns a pandas DataFrame.
     """
     import pandas as pd
 
@@ -280,7 +280,8 @@ def sweep_theorem2(model: LinearGaussianModel, masks: Mapping[str, Iterable[str]
         for n in n_samples:
             for s in seeds:
                 r = theorem2_check(model, vis, n_samples=n, seed=int(s))
-                rows.append({"mask": name, "n_samples": n if n is not None else "population", "seed": int(s),
+                rows.append({"mask": name, "fit": "population" if n is None else "sampled",
+                             "n_samples": 0 if n is None else int(n), "seed": int(s),
                              "c": " ".join(r["c"]), "d_c": r["d_c"], "min_cc_c": float(r["cc_c"].min()),
                              "max_cc_s_m": float(r["cc_s_m"].max(initial=0.0)),
                              "max_cc_s_mc": float(r["cc_s_mc"].max(initial=0.0)), "rank_gap": r["rank_gap"]})
