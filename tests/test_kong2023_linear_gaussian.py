@@ -85,7 +85,8 @@ def test_non_invertible_masked_leaf_loses_part_of_c():
     # root r (dim 2) -> x1, x2; x1 = (r_1 + eps, 2 (r_1 + eps)) (a rank-1 generator drops r_2): the masked x1
     # shows only r_1
     dag = th.make_dag({"r": (), "x1": ("r",), "x2": ("r",)}, ["x1", "x2"])
-    model = lg.make_model(dag, {"r": 2, "x1": 1, "x2": 1}, seed=0, generators={"x1": np.array([[1.0, 0.0, 1.0], [2.0, 0.0, 2.0]])})
+    g1 = np.array([[1.0, 0.0, 1.0], [2.0, 0.0, 2.0]])
+    model = lg.make_model(dag, {"r": 2, "x1": 1, "x2": 1}, seed=0, generators={"x1": g1})
     r = lg.theorem2_check(model, {"x2"})
     assert r["d_c"] == 2 and r["rank_gap"] < 1e-12
     np.testing.assert_allclose(r["cc_c"], [1.0, 0.0], atol=1e-8)

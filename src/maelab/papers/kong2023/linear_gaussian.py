@@ -24,8 +24,9 @@ Derivation. By Theorem 1 (see :mod:`.theory`), x_mc is a bijective linear functi
 split into the shared ones E_S (S = latents with masked and visible descendants) and the visible-only ones; x_m
 likewise with E_S and the masked-only ones; all independent. Hence E[x_m | x_mc] = F E_S: the regression W has
 rank d_c := sum_{u in S} e_u (the dimension of the shared information: it equals d_v when c = {v} is one node;
-several nodes of c may overlap, but jointly they span exactly E_S), F has full column rank because x_m is an invertible function of (E_S, masked-only noises). So, **with encoder width
-k = d_c** (Theorem 2's "given the dimensions"):
+several nodes of c may overlap, but jointly they span exactly E_S), F has full column rank because x_m is an
+invertible function of (E_S, masked-only noises). So, **with encoder width k = d_c** (Theorem 2's "given the
+dimensions"):
 
 * ``c_hat = Q E_S`` with Q invertible, i.e. a one-to-one linear function of c: all d_c canonical correlations
   between c_hat and c equal 1 (:func:`theorem2_check` reports them; the population case is exact to rounding);

@@ -424,8 +424,8 @@ def sweep(dag: HierarchicalDAG, mask_ratios: Sequence[float], units: Sequence[in
     mean level of c's nodes), ``min_level`` / ``max_level`` (means over masks of c's most / least abstract level),
     ``n_c`` (mean number of nodes in c), ``empty`` (fraction of masks with c empty) and ``frac_level_{l}`` (mean
     fraction of c's nodes at level l); ``feasible`` is False (and the other columns NaN) where MAE's masking
-    would keep no unit (e.g. ratio 0.9 with 4 units). Masks of seed s come from ``torch.Generator().manual_seed(s)``, one
-    generator per (seed, ratio, unit) cell, so a cell does not depend on the others.
+    would keep no unit (e.g. ratio 0.9 with 4 units). Masks of seed s come from a ``torch.Generator`` seeded
+    from (s, ratio, unit), one generator per (seed, ratio, unit) cell, so a cell does not depend on the others.
     """
     import pandas as pd
 
