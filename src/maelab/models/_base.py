@@ -7,8 +7,8 @@ from timm.layers import PatchEmbed
 
 from .. import masking
 from .._validate import ParameterError, divides, in_range, is_bool, one_of, positive_int
-from ._layers import (init_linear_and_norm, init_patch_embed, make_blocks, norm_layer, resolve_input_norm,
-                      sincos_2d, uniformity_loss)
+from ._layers import (ATTN_NORMS, init_linear_and_norm, init_patch_embed, make_blocks, norm_layer,
+                      resolve_input_norm, sincos_2d, uniformity_loss)
 
 POOLS = ("cls", "mean")
 
@@ -36,7 +36,8 @@ class MaskedImageModel(nn.Module):
     def __init__(self, *, img_size: int = 32, patch_size: int = 4, in_chans: int = 3, embed_dim: int = 64,
                  depth: int = 2, num_heads: int = 2, mlp_ratio: float = 4.0, mask_ratio: float = 0.75,
                  mask_unit: int = 1, norm_pix_loss: bool = False, lambda_unif: float = 0.0,
-                 uniformity_feature: str = "cls", input_norm=None, drop_path_rate: float = 0.0):
+                 uniformity_feature: str = "cls", input_norm=None, drop_path_rate: float = 0.0,
+                 attn_norm: str = "softmax", skip_scale: float = 1.0):
         super().__init__()
         positive_int("img_size", img_size)
         divides("patch_size", patch_size, img_size, "img_size")
@@ -52,6 +53,8 @@ class MaskedImageModel(nn.Module):
         one_of("uniformity_feature", uniformity_feature, POOLS)
         in_range("drop_path_rate", drop_path_rate, 0.0, 1.0, high_open=True)
         norm = resolve_input_norm(input_norm, in_chans)
+        self.attn_norm = one_of("attn_norm", attn_norm, ATTN_NORMS)
+        self.skip_scale = in_range("skip_scale", skip_scale, 0.0, None)
 
         self.img_size, self.patch_size, self.in_chans, self.embed_dim = img_size, patch_size, in_chans, embed_dim
         self.depth, self.num_heads, self.mlp_ratio = depth, num_heads, float(mlp_ratio)
@@ -67,7 +70,7 @@ class MaskedImageModel(nn.Module):
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
         self.pos_embed = nn.Parameter(torch.zeros(1, self.num_patches + 1, embed_dim), requires_grad=False)
-        self.blocks = make_blocks(embed_dim, depth, num_heads, mlp_ratio, drop_path_rate)
+        self.blocks = make_blocks(embed_dim, depth, num_heads, mlp_ratio, drop_path_rate, attn_norm, self.skip_scale)
         self.norm = norm_layer(embed_dim)
         # input normalisation: non-persistent buffers, so state_dict keys stay those of the official checkpoints
         if norm is None:
