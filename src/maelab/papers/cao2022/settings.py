@@ -22,7 +22,7 @@ class CaoTheory:
     study (8 maps, n up to 128, 5 variants) ~15 s, the conditioning table (1-D n up to 128 and 2-D n up to 32)
     ~10 s, the selection study (4 + 4 images, 3 patch sides, 5 ranks, 8 draws) ~1 min."""
 
-    SMOKE: ClassVar[dict] = {"ns": (8, 16, 32), "n_maps": 2, "tik_ns": (8, 12, 16), "tik_ns_2d": (6, 8),
+    SMOKE: ClassVar[dict] = {"ns": (8, 16, 32), "n_maps": 2, "tik_ns": (4, 8, 12, 16), "tik_ns_2d": (6, 8),
                              "tik_seeds": 2, "lr_patch_sides": (4, 8), "lr_ranks": (1, 2, 4), "lr_images": 2,
                              "lr_draws": 2}
     GPU: ClassVar[dict] = {"ns": (16, 24, 32, 48, 64, 96, 128, 192, 256), "n_maps": 16, "tik_seeds": 10,
@@ -36,7 +36,7 @@ class CaoTheory:
     width_grid: float = _f(1.0, "kernel width in grid units (patches) for the grid scaling")
     width_continuum: float = _f(0.1, "kernel width in unit-square coordinates for the continuum scaling")
     # Theorem 5.2
-    tik_ns: tuple = _f((8, 12, 16, 24, 32, 48, 64, 96, 128), "1-D grid sizes of the conditioning study")
+    tik_ns: tuple = _f((4, 6, 8, 10, 12, 16, 24, 32, 48, 64, 96, 128), "1-D grid sizes of the conditioning study")
     tik_ns_2d: tuple = _f((8, 12, 16, 24, 32), "2-D grid sides of the conditioning study (dense, <= 64)")
     tik_betas: tuple = _f((0.0, 1e-3, 1e-2, 1e-1, 1.0), "skip weights beta (0 = first kind)")
     tik_width: float = _f(0.1, "Gaussian kernel width in unit-square coordinates (a smoothing kernel)")
