@@ -45,11 +45,12 @@ import torch.nn as nn
 
 from .._validate import ParameterError, one_of, positive_int
 from ._base import LEGACY_CHOICES, OFFICIAL_CHOICES, POOLS, MaskedImageModel
-from ._layers import attention_map, attention_output, sincos_2d, uniformity_loss
+from ._layers import ATTN_NORMS, attention_map, attention_output, attention_weights, sincos_2d, uniformity_loss
 from .mae import MaskedAutoencoderViT
 from .simmim import SimMIM
 
 __all__ = [
+    "ATTN_NORMS",
     "MODELS",
     "SIZES",
     "EncoderClassifier",
@@ -58,6 +59,7 @@ __all__ = [
     "SimMIM",
     "attention_map",
     "attention_output",
+    "attention_weights",
     "choices_config",
     "create",
     "create_encoder_classifier",
@@ -95,7 +97,7 @@ MODELS: dict[str, tuple[type, dict[str, Any]]] = {
 
 _COMMON_OPTIONS = ("img_size", "patch_size", "in_chans", "embed_dim", "depth", "num_heads", "mlp_ratio",
                    "mask_ratio", "mask_unit", "norm_pix_loss", "lambda_unif", "uniformity_feature", "input_norm",
-                   "drop_path_rate", "seed", *LEGACY_CHOICES)
+                   "drop_path_rate", "attn_norm", "skip_scale", "seed", *LEGACY_CHOICES)
 
 
 #: Defaults of the official-code choices (issue 15): today's behaviour, ``LEGACY_CHOICES``. The default flips to the
@@ -121,7 +123,9 @@ def create(name: str, size: str = "micro", **overrides) -> MaskedImageModel:
     Overrides: img_size, patch_size, in_chans, embed_dim, depth, num_heads, mlp_ratio, mask_ratio (in [0, 1);
     0 = no-mask ablation), mask_unit (k x k token blocks; must divide the token grid), norm_pix_loss,
     lambda_unif (>= 0), uniformity_feature ("cls" | "mean"), input_norm ("none" | "imagenet" | (mean, std)),
-    drop_path_rate, seed (reproducible weight init without touching the global RNG), the official-code choices
+    drop_path_rate, attn_norm ("softmax" (official) | "exp" | "linear": unnormalised attention kernels, see
+    ``_layers.attention_weights``), skip_scale (weight of the attention residual, 1 = official; Cao et al.'s scaled
+    skip), seed (reproducible weight init without touching the global RNG), the official-code choices
     uniformity_double_norm, uniformity_fc_norm (see :meth:`MaskedImageModel.uniformity_features`) and
     patch_embed_bias ("zeros" | "conv_default"; see :func:`._layers.init_patch_embed`) -- today's behaviour is the
     default and the default flips to the official choice when the committed results are recomputed (issue 15) --

@@ -7,8 +7,8 @@ from timm.layers import PatchEmbed
 
 from .. import masking
 from .._validate import ParameterError, divides, in_range, is_bool, one_of, positive_int
-from ._layers import (init_linear_and_norm, init_patch_embed, make_blocks, norm_layer, resolve_input_norm,
-                      sincos_2d, uniformity_loss)
+from ._layers import (ATTN_NORMS, init_linear_and_norm, init_patch_embed, make_blocks, norm_layer,
+                      resolve_input_norm, sincos_2d, uniformity_loss)
 
 POOLS = ("cls", "mean")
 PATCH_BIAS_INITS = ("zeros", "conv_default")
@@ -46,6 +46,7 @@ class MaskedImageModel(nn.Module):
                  depth: int = 2, num_heads: int = 2, mlp_ratio: float = 4.0, mask_ratio: float = 0.75,
                  mask_unit: int = 1, norm_pix_loss: bool = False, lambda_unif: float = 0.0,
                  uniformity_feature: str = "cls", input_norm=None, drop_path_rate: float = 0.0,
+                 attn_norm: str = "softmax", skip_scale: float = 1.0,
                  uniformity_double_norm: bool = LEGACY_CHOICES["uniformity_double_norm"],
                  uniformity_fc_norm: bool = LEGACY_CHOICES["uniformity_fc_norm"],
                  patch_embed_bias: str = LEGACY_CHOICES["patch_embed_bias"]):
@@ -67,6 +68,8 @@ class MaskedImageModel(nn.Module):
         is_bool("uniformity_fc_norm", uniformity_fc_norm)
         one_of("patch_embed_bias", patch_embed_bias, PATCH_BIAS_INITS)
         norm = resolve_input_norm(input_norm, in_chans)
+        self.attn_norm = one_of("attn_norm", attn_norm, ATTN_NORMS)
+        self.skip_scale = in_range("skip_scale", skip_scale, 0.0, None)
 
         self.img_size, self.patch_size, self.in_chans, self.embed_dim = img_size, patch_size, in_chans, embed_dim
         self.depth, self.num_heads, self.mlp_ratio = depth, num_heads, float(mlp_ratio)
@@ -84,7 +87,7 @@ class MaskedImageModel(nn.Module):
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
         self.pos_embed = nn.Parameter(torch.zeros(1, self.num_patches + 1, embed_dim), requires_grad=False)
-        self.blocks = make_blocks(embed_dim, depth, num_heads, mlp_ratio, drop_path_rate)
+        self.blocks = make_blocks(embed_dim, depth, num_heads, mlp_ratio, drop_path_rate, attn_norm, self.skip_scale)
         self.norm = norm_layer(embed_dim)
         # official U-MAE global-pool path: its own LayerNorm on the mean token (only when used, so that official MAE
         # checkpoints keep loading with strict=True); creating it draws no random numbers

@@ -76,19 +76,86 @@ def init_patch_embed(proj: nn.Conv2d, zero_bias: bool = True) -> None:
         nn.init.zeros_(proj.bias)
 
 
-def make_blocks(dim: int, depth: int, heads: int, mlp_ratio: float, drop_path: float = 0.0) -> nn.ModuleList:
+#: attention normalisations (``attn_norm``): the official softmax, or an unnormalised kernel (Cao et al. 2022, Thm. 5.1)
+ATTN_NORMS = ("softmax", "exp", "linear")
+
+
+def attention_weights(scores: torch.Tensor, attn_norm: str = "softmax") -> torch.Tensor:
+    """Attention weights from scaled scores s = q k^T / sqrt(d_head) (..., T, T).
+
+    ``"softmax"``: softmax over keys (rows sum to 1; the official MAE). ``"exp"``: exp(s) / T, the same kernel without
+    the row normalisation (the quadrature of int exp(s(x, x')) v(x') dmu(x') with mu uniform over the T tokens).
+    ``"linear"``: s / T, a linear (dot-product) kernel, likewise unnormalised.
+    """
+    if attn_norm == "softmax":
+        return scores.softmax(dim=-1)
+    t = scores.shape[-1]
+    if attn_norm == "exp":
+        return scores.exp() / t
+    if attn_norm == "linear":
+        return scores / t
+    raise ParameterError("attn_norm", "one of " + ", ".join(map(repr, ATTN_NORMS)), attn_norm)
+
+
+class KernelBlock(Block):
+    """A timm ``Block`` (same parameters and names) whose attention uses ``attn_norm`` (see
+    :func:`attention_weights`) and whose attention residual is scaled: x <- skip_scale * x + attn(norm1(x)), then the
+    usual MLP residual. With ``attn_norm="softmax"`` the attention module is timm's own. Used only when an option
+    departs from the official block (:func:`make_blocks`)."""
+
+    def __init__(self, *args, attn_norm: str = "softmax", skip_scale: float = 1.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.attn_norm = one_of_norm(attn_norm)
+        self.skip_scale = float(skip_scale)
+
+    def _attention(self, x: torch.Tensor) -> torch.Tensor:
+        if self.attn_norm == "softmax":
+            return self.attn(x)
+        a = self.attn
+        n, t, _ = x.shape
+        qkv = a.qkv(x).reshape(n, t, 3, a.num_heads, a.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        q, k = a.q_norm(q), a.k_norm(k)
+        w = a.attn_drop(attention_weights((q * a.scale) @ k.transpose(-2, -1), self.attn_norm))
+        out = (w @ v).transpose(1, 2).reshape(n, t, a.attn_dim)
+        return a.proj_drop(a.proj(a.norm(out)))
+
+    def forward(self, x: torch.Tensor, attn_mask=None, is_causal: bool = False) -> torch.Tensor:
+        if attn_mask is not None or is_causal:
+            raise ParameterError("attn_mask", "None (KernelBlock has no attention masks)", "a mask")
+        x = self.skip_scale * x + self.drop_path1(self.ls1(self._attention(self.norm1(x))))
+        return x + self.drop_path2(self.ls2(self.mlp(self.norm2(x))))
+
+    def extra_repr(self) -> str:
+        return f"attn_norm={self.attn_norm!r}, skip_scale={self.skip_scale}"
+
+
+def one_of_norm(attn_norm: str) -> str:
+    if attn_norm not in ATTN_NORMS:
+        raise ParameterError("attn_norm", "one of " + ", ".join(map(repr, ATTN_NORMS)), attn_norm)
+    return attn_norm
+
+
+def make_blocks(dim: int, depth: int, heads: int, mlp_ratio: float, drop_path: float = 0.0,
+                attn_norm: str = "softmax", skip_scale: float = 1.0) -> nn.ModuleList:
     """``depth`` timm ``Block``s (qkv_bias=True, LayerNorm eps 1e-6), stochastic depth rising linearly to
-    ``drop_path``: exactly the official MAE blocks (same parameter names and shapes)."""
+    ``drop_path``: exactly the official MAE blocks (same parameter names and shapes). With ``attn_norm`` other than
+    "softmax" or ``skip_scale`` other than 1, :class:`KernelBlock`s (same parameters) instead."""
+    one_of_norm(attn_norm)
     rates = torch.linspace(0, drop_path, depth).tolist() if depth else []
-    return nn.ModuleList([Block(dim, heads, mlp_ratio, qkv_bias=True, norm_layer=norm_layer, drop_path=r)
-                          for r in rates])
+    if attn_norm == "softmax" and skip_scale == 1.0:
+        return nn.ModuleList([Block(dim, heads, mlp_ratio, qkv_bias=True, norm_layer=norm_layer, drop_path=r)
+                              for r in rates])
+    return nn.ModuleList([KernelBlock(dim, heads, mlp_ratio, qkv_bias=True, norm_layer=norm_layer, drop_path=r,
+                                      attn_norm=attn_norm, skip_scale=skip_scale) for r in rates])
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # attention maps
 # ----------------------------------------------------------------------------------------------------------------
 def attention_map(block: Block, x: torch.Tensor) -> torch.Tensor:
-    """Softmax attention (N, heads, T, T) of a timm ``Block`` on its input ``x`` (N, T, D).
+    """Attention weights (N, heads, T, T) of a timm ``Block`` on its input ``x`` (N, T, D): the softmax, or the
+    block's ``attn_norm`` kernel for a :class:`KernelBlock`.
 
     timm may run the fused scaled-dot-product kernel, which never materialises the map; we recompute it from the
     block's own weights: h = norm1(x), (q, k, v) = qkv(h) split per head, q, k through the block's q_norm/k_norm,
@@ -99,7 +166,7 @@ def attention_map(block: Block, x: torch.Tensor) -> torch.Tensor:
     h = block.norm1(x)
     qkv = attn.qkv(h).reshape(n, t, 3, attn.num_heads, attn.head_dim).permute(2, 0, 3, 1, 4)
     q, k = attn.q_norm(qkv[0]), attn.k_norm(qkv[1])
-    return ((q * attn.scale) @ k.transpose(-2, -1)).softmax(dim=-1)
+    return attention_weights((q * attn.scale) @ k.transpose(-2, -1), getattr(block, "attn_norm", "softmax"))
 
 
 def attention_output(block: Block, x: torch.Tensor, attn_map: torch.Tensor) -> torch.Tensor:

@@ -52,7 +52,8 @@ class MaskedAutoencoderViT(MaskedImageModel):
         self.mask_token = nn.Parameter(torch.zeros(1, 1, decoder_embed_dim))
         self.decoder_pos_embed = nn.Parameter(torch.zeros(1, self.num_patches + 1, decoder_embed_dim),
                                               requires_grad=False)
-        self.decoder_blocks = make_blocks(decoder_embed_dim, decoder_depth, decoder_num_heads, self.mlp_ratio)
+        self.decoder_blocks = make_blocks(decoder_embed_dim, decoder_depth, decoder_num_heads, self.mlp_ratio,
+                                          attn_norm=self.attn_norm, skip_scale=self.skip_scale)
         self.decoder_norm = norm_layer(decoder_embed_dim)
         self.decoder_pred = nn.Linear(decoder_embed_dim, p * p * c, bias=True)
         self._init_common(self.mask_token, self.decoder_pos_embed)
