@@ -79,7 +79,8 @@ def use_style(formats: tuple[str, ...] = ("retina",)) -> None:
     allowed = {"png", "retina", "png2x", "svg", "jpeg", "pdf"}
     bad = [f for f in formats if f not in allowed]
     if bad or not formats:
-        raise ParameterError("formats", "a non-empty tuple of " + ", ".join(sorted(allowed)), bad[0] if bad else formats)
+        allowed_text = "a non-empty tuple of " + ", ".join(sorted(allowed))
+        raise ParameterError("formats", allowed_text, bad[0] if bad else formats)
     sns.set_theme(context="paper", style="ticks", palette=list(_CB), rc=_rc())
     mpl.rcParams.update(_rc())
     try:
