@@ -101,3 +101,66 @@ def test_progress_bars_are_text_bars_that_do_not_warn(capsys):
         assert sum(bar) == 3
     assert type(bar).__module__ == "tqdm.std"
     assert "t: 100%" in capsys.readouterr().err  # text bars go to stderr, which the book does not render
+
+
+def _figure_cells():
+    import jupytext
+
+    from maelab import store
+
+    for path in sorted((store.repo_root() / "notebooks").glob("*.md")):
+        nb = jupytext.read(path)
+        for i, cell in enumerate(nb.cells):
+            src = cell.source if cell.cell_type == "code" else ""
+            if "plt.subplots" in src or "panel_grid(" in src or "plt.figure(" in src:
+                yield f"{path.stem}[{i}]", cell
+
+
+def test_every_figure_cell_has_a_caption_naming_a_library_function_and_alt_text():
+    import importlib
+    import re
+
+    names, problems = set(), []
+    cells = list(_figure_cells())
+    assert len(cells) >= 20, "figure cells not found"
+    for where, cell in cells:
+        meta = cell.metadata.get("mystnb", {})
+        caption = meta.get("figure", {}).get("caption", "")
+        name = meta.get("figure", {}).get("name", "")
+        alt = meta.get("image", {}).get("alt", "")
+        if not (caption and name and alt):
+            problems.append(f"{where}: missing caption, name or alt")
+            continue
+        if name in names:
+            problems.append(f"{where}: figure name {name} used twice")
+        names.add(name)
+        funcs = re.findall(r"`(maelab(?:\.\w+)+)`", caption)
+        if not funcs:
+            problems.append(f"{where}: the caption names no maelab function")
+        for dotted in funcs:  # each named function exists (catches captions left behind when code moves)
+            module, _, attr = dotted.rpartition(".")
+            try:
+                ok = hasattr(importlib.import_module(module), attr)
+            except ImportError:
+                ok = False
+            if not ok:
+                problems.append(f"{where}: {dotted} does not exist")
+        # one figure per cell: other displays in the cell would be wrapped in the same captioned figure
+        if "display(" in cell.source.replace("settings_view", ""):
+            problems.append(f"{where}: a figure cell also displays something else")
+    assert not problems, "; ".join(problems)
+
+
+def test_figure_cells_end_without_a_displayed_value():
+    """A trailing expression (``ax.set_title(...)``) would print its value under the figure, inside its caption."""
+    import ast
+
+    bad = []
+    for where, cell in _figure_cells():
+        last = ast.parse(cell.source).body[-1]
+        if isinstance(last, ast.Expr):
+            f = last.value.func if isinstance(last.value, ast.Call) else None
+            name = ast.unparse(f) if f is not None else ""
+            if name not in ("plt.show", "display", "glue"):
+                bad.append(f"{where}: ends with `{ast.unparse(last)[:50]}`")
+    assert not bad, "; ".join(bad)
