@@ -74,17 +74,14 @@ def progress_enabled(progress: bool | None = None) -> bool:
 
 
 def pbar(iterable=None, *, progress: bool | None = None, **kwargs):
-    """tqdm.auto progress bar, silenced in CI (see :func:`progress_enabled`)."""
-    import warnings
+    """A plain-text tqdm bar (``tqdm.std``), silenced in CI (see :func:`progress_enabled`).
 
-    from tqdm import TqdmExperimentalWarning, TqdmWarning
+    Text bars, not ``tqdm.auto``: notebooks run headless through papermill, without ipywidgets, where the widget
+    bar only warns (``TqdmWarning: IProgress not found``). Text bars go to stderr, which the book does not render.
+    """
+    from tqdm.std import tqdm
 
-    with warnings.catch_warnings():  # tqdm.auto warns in notebooks without ipywidgets; text bars are fine
-        warnings.simplefilter("ignore", TqdmWarning)
-        warnings.simplefilter("ignore", TqdmExperimentalWarning)
-        from tqdm.auto import tqdm
-
-        return tqdm(iterable, disable=not progress_enabled(progress), **kwargs)
+    return tqdm(iterable, disable=not progress_enabled(progress), **kwargs)
 
 
 TMP_PREFIX = ".maelab-tmp"  # every temp file maelab writes starts with this; .gitignore ignores it

@@ -224,6 +224,54 @@ def claims_difference(stored: dict, new: dict) -> str | None:
     return None
 
 
+def page_provenance(ctx: Context) -> dict[str, str]:
+    """Profile, device, commit and wall time of the results a page has used so far (for :func:`settings_table`).
+
+    Device and commit are those recorded with the stored results (where they were computed), not this machine's;
+    the wall time is the results' computing time, summed.
+    """
+    provs = [r.provenance for r in ctx.results]
+    devices = sorted({str(p.get("device", "")) for p in provs} - {""})
+    commits = sorted({str(p.get("git", {}).get("commit", ""))[:10] + ("+dirty" if p.get("git", {}).get("dirty") else "")
+                      for p in provs} - {""})
+    wall = sum(float(p.get("wall_time_s") or 0.0) for p in provs)
+    loaded = sum(bool(getattr(r, "from_store", False)) for r in ctx.results)
+    return {"profile": ctx.profile, "device": "; ".join(devices) or "—", "commit": ", ".join(commits) or "—",
+            "wall time": f"{wall:.1f} s over {len(provs)} results ({loaded} loaded from the store)" if provs else "—"}
+
+
+def settings_table(settings: Any, provenance: dict[str, Any] | None = None, *, title: str = "Settings"):
+    """A collapsible HTML table of a notebook's settings, headed by its provenance (profile, device, commit, wall time).
+
+    Args:
+        settings: a plain dict of setting -> value, or a settings dataclass instance (a field's ``metadata["help"]``
+            is shown as its meaning).
+        provenance: e.g. :func:`page_provenance` of the notebook's context; shown in the summary line and first rows.
+        title: the summary line's label.
+
+    Returns:
+        ``IPython.display.HTML`` (a ``<details>`` element, closed by default).
+    """
+    import html
+
+    from IPython.display import HTML
+
+    if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
+        rows = [(f.name, getattr(settings, f.name), f.metadata.get("help", "")) for f in dataclasses.fields(settings)]
+    elif isinstance(settings, dict):
+        rows = [(k, v, "") for k, v in settings.items()]
+    else:
+        raise ParameterError("settings", "a dict or a settings dataclass instance", type(settings).__name__)
+    prov = dict(provenance or {})
+    esc = html.escape
+    head = " · ".join(f"{esc(str(k))} <b>{esc(str(v))}</b>" for k, v in prov.items() if k in ("profile", "device"))
+    cells = "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(str(v))}</td><td></td></tr>" for k, v in prov.items())
+    cells += "".join(f"<tr><th><code>{esc(str(k))}</code></th><td><code>{esc(repr(v))}</code></td>"
+                     f"<td>{esc(str(h))}</td></tr>" for k, v, h in rows)
+    return HTML(f'<details class="maelab-settings"><summary>{esc(title)}: {head}</summary>'
+                f'<table class="table"><tbody>{cells}</tbody></table></details>')
+
+
 # ----------------------------------------------------------------------------------------------- scoreboard
 def _claim_roots() -> list[Path]:
     env = os.environ.get("MAELAB_RESULTS_DIR")
@@ -480,7 +528,7 @@ def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
             err = _error_output(p)
             if err:
                 failed.append(f"{name} ({err})")
-            shutil.copy2(p, nbdir / p.name)
+            _hide_injected_parameters(p, nbdir / p.name)
     if failed:
         raise NotebookFailed("refusing to build a book with failed notebooks: " + "; ".join(failed)
                              + " (fix them and run `python -m maelab.book run --only NAME`)")
@@ -505,6 +553,22 @@ def _error_output(path: Path) -> str:
             if o.get("output_type") == "error":
                 return f"cell {i} shows {o.get('ename', 'an error')}"
     return ""
+
+
+def _hide_injected_parameters(src: Path, dst: Path) -> None:
+    """Copy an executed notebook, tagging papermill's ``injected-parameters`` cell ``remove-cell``.
+
+    The injected cell repeats the parameters cell with the values of the run; the page shows those values in its
+    settings table instead, so myst-nb drops the cell from the rendered page (it stays in the executed notebook).
+    """
+    import nbformat
+
+    nb = nbformat.read(src, as_version=4)
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+    nbformat.write(nb, dst)
 
 
 def build(executed: Path | None = None, out: Path | None = None, strict: bool = False) -> Path:

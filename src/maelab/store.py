@@ -556,9 +556,14 @@ def _no_compute(name: str, config: dict, h: str, notebook: str, profile: str, js
                     f"(stored: {stored})")
 
 
+def _log_stderr(line: str) -> None:
+    """The store's default log: one line on stderr (the book does not render stderr; a terminal shows it)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def load_or_compute(name: str, config: dict, fn: Callable[[], dict], *, notebook: str, profile: str,
                     seeds: list[int] | int | None = None, device: Any = None, recompute: bool = False,
-                    root: str | os.PathLike | None = None, log: Callable[[str], None] | None = print) -> Result:
+                    root: str | os.PathLike | None = None, log: Callable[[str], None] | None = _log_stderr) -> Result:
     """Return the stored result for (notebook, name, profile) if its config matches, else compute and store it.
 
     Args:
@@ -570,7 +575,8 @@ def load_or_compute(name: str, config: dict, fn: Callable[[], dict], *, notebook
         seeds, device: provenance.
         recompute: compute even when a matching result is stored.
         root: results root (default :func:`results_root`).
-        log: where progress lines go (``None``: silent; a tampered record is reported on stderr regardless).
+        log: where progress lines go (default: stderr, which the book does not render; ``None``: silent; a tampered
+            record is reported on stderr regardless).
 
     Raises:
         StoreError: the results folder is not writable / lockable / full -- before ``fn`` runs.
