@@ -134,9 +134,13 @@ def test_every_figure_cell_has_a_caption_naming_a_library_function_and_alt_text(
         if name in names:
             problems.append(f"{where}: figure name {name} used twice")
         names.add(name)
-        funcs = re.findall(r"`(maelab(?:\.\w+)+)`", caption)
+        # named as a link to the API reference, {py:func}`maelab...` (the strict build checks that the target exists)
+        funcs = re.findall(r"\{py:(?:func|class|meth)\}`~?(maelab(?:\.\w+)+)`", caption)
         if not funcs:
-            problems.append(f"{where}: the caption names no maelab function")
+            problems.append(f"{where}: the caption names no maelab function with a {{py:func}} link")
+        unlinked = re.findall(r"(?<![}\w])`(maelab(?:\.\w+)+)`", caption)
+        if unlinked:
+            problems.append(f"{where}: {', '.join(unlinked)} named without a {{py:func}} link")
         for dotted in funcs:  # each named function exists (catches captions left behind when code moves)
             module, _, attr = dotted.rpartition(".")
             try:

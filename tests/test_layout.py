@@ -13,8 +13,9 @@ PAPERS = SRC / "papers"
 
 #: the general library: every module and package allowed at the top of src/maelab (one line each in README.md)
 GENERAL = {
-    "__init__", "_util", "_validate", "book", "claims", "cost", "data", "evaluate", "experiments", "jacobians", "linear_mae", "logreg",
-    "masking", "metrics", "models", "papers", "profiles", "spectra", "store", "train",
+    "__init__", "_util", "_validate", "book", "claims", "cost", "data", "evaluate", "experiments", "jacobians",
+    "linear_mae", "logreg", "masking", "metrics", "models", "papers", "plotting", "profiles", "spectra", "store",
+    "train",
 }
 PAPER_PACKAGES = {"bisulco2025", "cao2022", "kong2023", "zhang2022"}
 MAX_FUNCTION_LINES = 100

@@ -240,6 +240,8 @@ class Claim:
 
 
 def verdict(claim: Claim, evidence: Evidence) -> tuple[str, str]:
+    """The verdict on ``claim`` and its reason: "inconclusive" when a precondition is unmet (``evidence.unmet``),
+    else what the claim's criterion decides from ``evidence``."""
     if evidence.unmet:
         return INCONCLUSIVE, f"precondition not met: {evidence.unmet}"
     v, why = claim.criterion.decide(evidence)
@@ -249,6 +251,7 @@ def verdict(claim: Claim, evidence: Evidence) -> tuple[str, str]:
     return v, why
 
 
+#: The papers of the book (package name -> citation), in the order of the claim registry.
 PAPERS = {
     "bisulco2025": "Bisulco et al. (ICCV 2025), From Linearity to Non-Linearity (supplement)",
     "zhang2022": "Zhang, Wang & Wang (NeurIPS 2022), How Mask Matters (U-MAE)",

@@ -75,15 +75,16 @@ from ._validate import ParameterError, in_range, one_of, positive_int
 __all__ = [
     "H100", "H100_MFU", "H100_OP_OVERHEAD_S", "H100_PEAK_BF16_FLOPS", "H100_MEMORY_BYTES", "CpuCalibration",
     "Device", "MemoryEstimate", "PlannedRun", "StepCost", "calibrate_cpu", "count_flops", "cpu_device",
-    "eval_flops", "finetune_step_flops", "format_plan_table", "peak_memory_bytes", "predict", "step_flops",
+    "eval_flops", "finetune_step_flops", "format_plan_table", "PLAN_COLUMNS", "peak_memory_bytes", "predict",
+    "step_flops",
 ]
 
-#: NVIDIA H100 SXM peak dense BF16 tensor-core throughput, FLOP/s (datasheet: 989 TFLOPS; 1,979 with sparsity).
+#: NVIDIA H100 SXM peak dense BF16 tensor-core throughput in FLOP/s (datasheet 989 TFLOPS; 1,979 with sparsity).
 H100_PEAK_BF16_FLOPS = 989e12
 #: Assumed model-FLOPs utilisation of eager bf16 training of these small ViTs on one H100 (see the module docstring:
 #: 4.6-6.6 % measured for a 22 M-parameter ViT-S/16 in eager mode by NVIDIA BioNeMo).
 H100_MFU = 0.05
-#: Assumed host-side cost of one eager ATen op (dispatch + kernel launch), seconds: the floor of a tiny model's step.
+#: Assumed host-side cost of one eager ATen op (dispatch + kernel launch) in seconds, the floor of a tiny model's step.
 H100_OP_OVERHEAD_S = 10e-6
 #: Memory of an H100 SXM (80 GB HBM3), bytes.
 H100_MEMORY_BYTES = 80 * 10**9
@@ -363,7 +364,7 @@ class Device:
         return max(flops / self.throughput(flops, kind), ops * self.op_overhead_s)
 
 
-#: One H100 SXM, bf16 autocast, eager PyTorch: 989 TFLOP/s x 5 % MFU, 10 us per op.
+#: One H100 SXM, bf16 autocast, eager PyTorch (989 TFLOP/s x 5 % MFU, 10 us per op).
 H100 = Device(name="H100 (bf16)", flops_per_s=H100_PEAK_BF16_FLOPS * H100_MFU, op_overhead_s=H100_OP_OVERHEAD_S,
               source=H100_SOURCE, memory_bytes=H100_MEMORY_BYTES)
 
@@ -671,6 +672,7 @@ def predict(run: PlannedRun, device: Device) -> dict:
     return out
 
 
+#: The columns of :func:`format_plan_table` before the per-device minutes.
 PLAN_COLUMNS = ("run", "model", "image", "batch", "steps", "repeats", "finetune steps", "eval images",
                 "GFLOP/step", "total TFLOP", "peak memory (GiB)")
 

@@ -56,8 +56,10 @@ from ._validate import ParameterError, in_range, one_of, positive_int
 __all__ = ["extract_features", "linear_probe", "ProbeResult", "knn_predict", "knn_accuracy", "probe",
            "LOGREG_MAX_TRAIN", "DEFAULT_CS"]
 
-LOGREG_MAX_TRAIN = 20000  # method="auto" uses logistic regression up to this many training examples
-DEFAULT_CS = tuple(float(c) for c in np.logspace(-3, 2, 6))  # 1e-3 ... 1e2
+#: ``method="auto"`` uses logistic regression up to this many training examples.
+LOGREG_MAX_TRAIN = 20000
+#: The logistic-regression C grid of :func:`linear_probe`, six values 1e-3 ... 1e2, log-spaced.
+DEFAULT_CS = tuple(float(c) for c in np.logspace(-3, 2, 6))
 
 
 def _shape(t) -> Any:

@@ -97,6 +97,8 @@ def load_data(spec: PretrainSpec, device="cpu", progress: bool | None = None):
 
 
 def build_model(spec: PretrainSpec):
+    """The untrained model of ``spec`` (:func:`maelab.models.create` with the spec's image size, channels, seed and
+    overrides)."""
     over = {"img_size": spec.img_size, "in_chans": spec.channels, "seed": spec.seed, **dict(spec.model_overrides)}
     return models.create(spec.model, spec.size, **over)
 

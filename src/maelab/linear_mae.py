@@ -27,7 +27,7 @@ Two mask distributions are supported (``mask_mode``):
 * ``"fixed"`` (MAE-style): every sample keeps exactly K = int(P (1-m)) of its P patches, uniformly at random.
 
 Closed form implemented here (derived below; it reduces exactly to the paper's statement for Bernoulli masks)
------------------------------------------------------------------------------------------------------------
+--------------------------------------------------------------------------------------------------------------
 Let S = X^T X, Blk = Blkdiag_p(S) (S with entries between pixels of different patches set to zero),
 q = P(a patch is kept) and rho = P(patch j kept | patch i kept), for i != j. Then
 E[R*X] = q X and E[(R*X)^T (R*X)] = q (rho S + (1 - rho) Blk) = q V, with
@@ -418,7 +418,7 @@ def dae_closed_form(X: Any, sigma: float, k: int) -> ClosedForm:
 
     Algorithm: V^-1 S by ``np.linalg.solve`` (an LU solve, no explicit inverse: the numerically better of the two
     versions this project had, see ``tests/test_linear_mae.py``), then ``eigh`` of the symmetrised C, with the
-    BLAS pool limited to one thread (:func:`maelab._util.blas_limit`; small eigendecompositions are much slower
+    BLAS pool limited to one thread (``maelab._util.blas_limit``; small eigendecompositions are much slower
     with several threads on a busy machine, and the stored results were computed so).
     """
     X = _data(X)

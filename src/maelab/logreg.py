@@ -51,7 +51,7 @@ class TorchLogisticRegression:
     Args:
         C: inverse regularisation (> 0), as scikit-learn's.
         max_iter: L-BFGS iterations at most.
-        tol: stop when max |gradient| <= tol (for the L-BFGS solver: in its whitened variables; ``grad_max_``
+        tol: stop when ``max |gradient| <= tol`` (for the L-BFGS solver: in its whitened variables; ``grad_max_``
             always reports the original ones).
         newton_max_params: Newton's method up to this many parameters K (d + 1), L-BFGS above.
         init: optional (W, b) to start from (warm start); shapes (K, d), (K,).
@@ -122,7 +122,7 @@ class LogRegPath:
     """A ``fit(x, y, C, max_iter)`` callable that warm-starts each fit from the previous solution and its data
     Hessian (when the number of classes and features match): walking a C grid from small to large C, each
     solution is a close start for the next. The final refit on the whole training set starts from the
-    C-selection fit at that C. The starting point changes the path, not the optimum (see :func:`_newton`)."""
+    C-selection fit at that C. The starting point changes the path, not the optimum (see ``_newton``)."""
 
     def __init__(self, tol: float = 1e-9, device="cpu"):
         self.tol, self.device = tol, device

@@ -281,8 +281,8 @@ def reconstruction_metrics(pred_imgs: torch.Tensor, target_imgs: torch.Tensor, m
             instead of the raw prediction; needs ``mask``.
         fsim_metric: include FSIM (1- or 3-channel images only; it is the slowest metric).
     Returns:
-        ``{"mse", "psnr", "ssim"[, "fsim"]}`` as floats; with a mask also ``"mse_masked"``: the MSE over masked
-        pixels only (per image, then averaged), computed on the clamped prediction.
+        A dict ``{"mse", "psnr", "ssim"[, "fsim"]}`` of floats; with a mask also ``"mse_masked"``, the MSE over
+        masked pixels only (per image, then averaged), computed on the clamped prediction.
     """
     is_bool("paste", paste)
     is_bool("clamp", clamp)
@@ -376,7 +376,7 @@ def pixel_jacobian(f: Callable[[torch.Tensor], torch.Tensor], image: torch.Tenso
         image: the input (C, H, W) (any shape ``f`` accepts).
         out_pixel: index into ``f``'s output, e.g. ``(c, i, j)``.
     Returns:
-        a tensor shaped like ``image``: ``d f(image)[c, i, j] / d image`` (one row of the Jacobian), computed by
+        A tensor shaped like ``image``, ``d f(image)[c, i, j] / d image`` (one row of the Jacobian), computed by
         one vector-Jacobian product with a one-hot cotangent.
     """
     from torch.func import vjp

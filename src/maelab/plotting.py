@@ -21,13 +21,18 @@ from typing import Any
 
 from ._validate import ParameterError
 
+#: Dots per inch of every figure.
 DPI = 100
-TEXT_WIDTH = 7.2  # inches: the text column at DPI
-FULL_WIDTH = 10.0  # inches: a cell tagged full-width
-PANEL_HEIGHT = 2.6  # inches per row of panels
+#: Width in inches of a figure that fills the book's text column at :data:`DPI`.
+TEXT_WIDTH = 7.2
+#: Width in inches of a figure in a cell tagged ``full-width``.
+FULL_WIDTH = 10.0
+#: Height in inches of one row of panels.
+PANEL_HEIGHT = 2.6
 
-# One colour per method or variant, the same on every page (seaborn's colour-blind palette; AE in black).
+# seaborn's colour-blind palette
 _CB = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494", "#ece133", "#56b4e9")
+#: One colour per method or variant, the same on every page (seaborn's colour-blind palette; AE in black).
 METHOD_COLORS: dict[str, str] = {
     "MAE": _CB[0],
     "U-MAE": _CB[1],

@@ -22,7 +22,7 @@ one-line meaning, and the class-level ``SMOKE`` / ``GPU`` dicts override a few f
 
 :func:`notebook_settings` checks the class when its module is imported: every field documented, every override
 key a field, every profile's values valid. Lists become tuples and dicts :class:`FrozenDict`, so a settings object
-is immutable. A wrong value is a one-line :class:`maelab._validate.ParameterError`.
+is immutable. A wrong value is a one-line :class:`maelab.ParameterError`.
 
 The core finds the classes by importing ``maelab.papers.<paper>.settings`` for every paper package
 (:func:`registry`); it never imports a named paper. A notebook without settings (the scoreboard) gets
@@ -62,6 +62,7 @@ class FrozenDict(dict):
     """
 
     def _immutable(self, *args: Any, **kwargs: Any) -> None:
+        """Raises ``TypeError``: settings are immutable."""
         raise TypeError("settings are immutable: pass a changed value as a notebook parameter instead")
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _immutable  # type: ignore

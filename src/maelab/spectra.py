@@ -69,7 +69,7 @@ def random_grid_starts(D: int, p: int, mask_ratio: float, rng: np.random.Generat
 
 
 def power_spectrum(img: np.ndarray, *, remove_mean: bool = True) -> np.ndarray:
-    """2-D power spectrum |F|^2 / (H W) of a (H, W) array, fftshifted (zero frequency at the centre)."""
+    """2-D power spectrum ``|F|^2 / (H W)`` of a (H, W) array, fftshifted (zero frequency at the centre)."""
     img = np.asarray(img, dtype=np.float64)
     if img.ndim != 2:
         raise ParameterError("img", "a 2-D (H, W) array", img.shape)
@@ -80,14 +80,14 @@ def power_spectrum(img: np.ndarray, *, remove_mean: bool = True) -> np.ndarray:
 
 
 def radial_frequency(shape: tuple[int, int]) -> np.ndarray:
-    """|k| in cycles per pixel for an fftshifted spectrum of ``shape`` (Nyquist = 0.5)."""
+    """``|k|`` in cycles per pixel for an fftshifted spectrum of ``shape`` (Nyquist = 0.5)."""
     fy = np.fft.fftshift(np.fft.fftfreq(shape[0]))
     fx = np.fft.fftshift(np.fft.fftfreq(shape[1]))
     return np.hypot(fy[:, None], fx[None, :])
 
 
 def high_frequency_fraction(psd: np.ndarray, cutoff: float = 0.25) -> float:
-    """Fraction of the (non-DC) power at |k| > cutoff cycles/pixel in an fftshifted power spectrum."""
+    """Fraction of the (non-DC) power at ``|k| > cutoff`` cycles/pixel in an fftshifted power spectrum."""
     in_range("cutoff", cutoff, 0.0, 0.5 * np.sqrt(2))
     r = radial_frequency(psd.shape)
     total = psd[r > 0].sum()

@@ -94,6 +94,8 @@ def repo_root() -> Path:
 
 
 def results_root(profile: str | None = None) -> Path:
+    """The folder results are stored under: ``$MAELAB_RESULTS_DIR`` if set, else ``.cache/results-smoke`` for the
+    ``smoke`` profile and ``data/results`` otherwise (both under the repository root)."""
     env = os.environ.get("MAELAB_RESULTS_DIR")
     if env:
         return Path(env)

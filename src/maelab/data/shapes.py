@@ -70,8 +70,10 @@ import torch
 from .._validate import ParameterError, in_range, is_bool
 from ._common import Dataset, check_channels, check_options, check_size, chunk_generator, quantize_, to_channels
 
+#: The 10 silhouettes (class names, in label order).
 CLASSES = ("disc", "square", "triangle", "plus", "ring", "star", "ellipse", "diamond", "bar", "half_disc")
 SHIFTS = (None, "background", "colour", "texture_swap", "scale")
+#: Images per chunk of the random streams (see the module docstring, *Reproducibility*).
 CHUNK = 512
 DATASET_ID = 1
 DEFAULT_N = {"train": 10_000, "test": 2_000}

@@ -60,6 +60,7 @@ __all__ = [
     "attention_map",
     "attention_output",
     "attention_weights",
+    "CHOICE_DEFAULTS",
     "choices_config",
     "create",
     "create_encoder_classifier",
@@ -100,8 +101,8 @@ _COMMON_OPTIONS = ("img_size", "patch_size", "in_chans", "embed_dim", "depth", "
                    "drop_path_rate", "attn_norm", "skip_scale", "seed", *LEGACY_CHOICES)
 
 
-#: Defaults of the official-code choices (issue 15): today's behaviour, ``LEGACY_CHOICES``. The default flips to the
-#: official choice (``OFFICIAL_CHOICES``) when the committed results are recomputed.
+#: Defaults of the official-code choices (issue 15), today's behaviour (``LEGACY_CHOICES``). The default flips to
+#: the official choice (``OFFICIAL_CHOICES``) when the committed results are recomputed.
 CHOICE_DEFAULTS: dict[str, Any] = dict(LEGACY_CHOICES)
 
 
@@ -127,7 +128,7 @@ def create(name: str, size: str = "micro", **overrides) -> MaskedImageModel:
     ``_layers.attention_weights``), skip_scale (weight of the attention residual, 1 = official; Cao et al.'s scaled
     skip), seed (reproducible weight init without touching the global RNG), the official-code choices
     uniformity_double_norm, uniformity_fc_norm (see :meth:`MaskedImageModel.uniformity_features`) and
-    patch_embed_bias ("zeros" | "conv_default"; see :func:`._layers.init_patch_embed`) -- today's behaviour is the
+    patch_embed_bias ("zeros" | "conv_default"; see ``_layers.init_patch_embed``) -- today's behaviour is the
     default and the default flips to the official choice when the committed results are recomputed (issue 15) --
     and, for MAE models, decoder_embed_dim, decoder_depth, decoder_num_heads. Bad values raise
     :class:`maelab.ParameterError`.

@@ -32,7 +32,7 @@ def _heads(dim_name: str, dim: int, heads_name: str, heads: int) -> None:
 
 
 class MaskedImageModel(nn.Module):
-    """Base class: ViT encoder (timm ``PatchEmbed`` + ``Block``s + final LayerNorm), [CLS] token, fixed 2-D sin-cos
+    """Base class: ViT encoder (timm ``PatchEmbed``, ``Block`` layers, final LayerNorm), [CLS] token, fixed 2-D sin-cos
     position embeddings, masking, reconstruction targets and the optional uniformity term.
 
     Image convention: ``imgs`` are float tensors (N, in_chans, img_size, img_size) in the Dataset convention

@@ -138,9 +138,9 @@ def one_of_norm(attn_norm: str) -> str:
 
 def make_blocks(dim: int, depth: int, heads: int, mlp_ratio: float, drop_path: float = 0.0,
                 attn_norm: str = "softmax", skip_scale: float = 1.0) -> nn.ModuleList:
-    """``depth`` timm ``Block``s (qkv_bias=True, LayerNorm eps 1e-6), stochastic depth rising linearly to
+    """``depth`` timm ``Block`` layers (qkv_bias=True, LayerNorm eps 1e-6), stochastic depth rising linearly to
     ``drop_path``: exactly the official MAE blocks (same parameter names and shapes). With ``attn_norm`` other than
-    "softmax" or ``skip_scale`` other than 1, :class:`KernelBlock`s (same parameters) instead."""
+    "softmax" or ``skip_scale`` other than 1, ``KernelBlock`` layers (same parameters) instead."""
     one_of_norm(attn_norm)
     rates = torch.linspace(0, drop_path, depth).tolist() if depth else []
     if attn_norm == "softmax" and skip_scale == 1.0:
@@ -155,7 +155,7 @@ def make_blocks(dim: int, depth: int, heads: int, mlp_ratio: float, drop_path: f
 # ----------------------------------------------------------------------------------------------------------------
 def attention_map(block: Block, x: torch.Tensor) -> torch.Tensor:
     """Attention weights (N, heads, T, T) of a timm ``Block`` on its input ``x`` (N, T, D): the softmax, or the
-    block's ``attn_norm`` kernel for a :class:`KernelBlock`.
+    block's ``attn_norm`` kernel for a ``KernelBlock``.
 
     timm may run the fused scaled-dot-product kernel, which never materialises the map; we recompute it from the
     block's own weights: h = norm1(x), (q, k, v) = qkv(h) split per head, q, k through the block's q_norm/k_norm,

@@ -21,7 +21,8 @@ class MaskedAutoencoderViT(MaskedImageModel):
 
     Loss (official): per-patch MSE averaged over the p*p*C values, then sum(loss * mask) / sum(mask), i.e. the
     mean over *removed* patches only. With ``mask_ratio = 0`` nothing is removed and the loss is the mean over all
-    patches (plain autoencoder). ``norm_pix_loss`` standardises each target patch (see :meth:`target`).
+    patches (plain autoencoder). ``norm_pix_loss`` standardises each target patch (see
+    :meth:`~maelab.models.MaskedImageModel.target`).
 
     U-MAE (``lambda_unif > 0``): loss = MAE loss + lambda_unif * mean((F F^T)^2) over the batch, F the
     L2-normalised ``features`` of the masked view. Choices, after the official ``zhangq327/U-MAE`` code: the

@@ -15,7 +15,7 @@ class SimMIM(MaskedImageModel):
     to its p*p*C pixels (``decoder_pred``; the official 1x1 conv + PixelShuffle is the same linear map per token,
     up to the order of outputs, which here is the ``patchify`` order).
 
-    Loss (official ``models/simmim.py``): L1 on the removed pixels, sum |pred - target| over removed pixels and
+    Loss (official ``models/simmim.py``): L1 on the removed pixels, sum ``|pred - target|`` over removed pixels and
     channels divided by (number of removed pixels + 1e-5) and by in_chans. With ``mask_ratio = 0`` it is the mean
     L1 over all pixels. Masking: random patches, ``mask_unit`` k groups k x k tokens (the paper's ViT-B setting
     masks 32 x 32 pixel blocks = 2 x 2 tokens of 16 px, mask ratio 0.6). The number of removed units,

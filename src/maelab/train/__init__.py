@@ -33,7 +33,7 @@ What it does, following the official MAE recipe (facebookresearch/mae ``main_pre
 * **Checkpoints** (``checkpoint_dir/last.pt``, :mod:`maelab.train.checkpoint`): model, optimiser, grad scaler, probe
   head and its optimiser, the RNG states of every rank (torch CPU and CUDA, python, numpy, mask and augmentation
   generators), epoch, iteration, history, partial-epoch accumulators and snapshots. Written by rank 0 through
-  :func:`maelab._util.atomic_path` (temp file, fsync, rename: never half-written under the final name), loaded with
+  ``maelab._util.atomic_path`` (temp file, fsync, rename: never half-written under the final name), loaded with
   ``torch.load(weights_only=True)`` (everything is stored as tensors or plain python types; no code in the file can
   run); an empty, truncated, corrupt or unsafe file raises :class:`CheckpointError`, one line naming the file and
   what to do. Resume is **exact**: on CPU a run killed (between or inside epochs, with ``checkpoint_every_iters``)

@@ -4,13 +4,14 @@ A checkpoint holds the model, optimiser, grad scaler, probe head and its optimis
 (torch CPU and CUDA, python, numpy, mask and augmentation generators), epoch, iteration, history, partial-epoch
 accumulators and snapshots, all as tensors or plain python types.
 
-* **Writing** (:func:`_save`, rank 0): to a temporary file in the same folder, flushed to disk (``fsync``), then
-  renamed onto ``last.pt`` (:func:`maelab._util.atomic_path`), so a run killed while writing leaves the previous
+* **Writing** (``_save``, rank 0): to a temporary file in the same folder, flushed to disk (``fsync``), then
+  renamed onto ``last.pt`` (``maelab._util.atomic_path``), so a run killed while writing leaves the previous
   checkpoint intact and never a truncated file under the final name.
-* **Reading** (:func:`load_checkpoint`): ``torch.load(weights_only=True)``, so no code in the file can run. An
-  empty, truncated, corrupt or unsafe file, or one of another format, raises :class:`CheckpointError`, one line
-  naming the file and what to do (delete it or pass ``resume=False``).
-* **Resuming** (:func:`_resume`) checks that the stored configuration (apart from bookkeeping fields) and a
+* **Reading** (:func:`~maelab.train.load_checkpoint`): ``torch.load(weights_only=True)``, so no code in the file can
+  run. An empty, truncated, corrupt or unsafe file, or one of another format, raises
+  :class:`~maelab.train.CheckpointError`, one line naming the file and what to do (delete it or pass
+  ``resume=False``).
+* **Resuming** (``_resume``) checks that the stored configuration (apart from bookkeeping fields) and a
   fingerprint of the data agree with the current ones, then restores every state. On CPU a run killed (between or
   inside epochs) and resumed in a fresh process ends with bit-identical weights and history (apart from timings)
   to an uninterrupted run.

@@ -1,4 +1,5 @@
-"""Run configurations: :class:`TrainConfig` (self-supervised pre-training) and :class:`FineTuneConfig`.
+"""Run configurations: :class:`~maelab.train.TrainConfig` (self-supervised pre-training) and
+:class:`~maelab.train.FineTuneConfig`.
 
 Both are dataclasses validated in ``__post_init__``: a bad value raises :class:`maelab.ParameterError` at once with
 one line naming the field and what is allowed.

@@ -1,9 +1,9 @@
 """Runtime of a run: device, ``torch.distributed`` (DDP), mixed precision, and launching under ``torchrun``.
 
 When ``torch.distributed`` is initialised (e.g. by ``torchrun``; ``python -m maelab.train`` initialises it from the
-environment, :func:`_init_distributed_from_env`) the model and the probe head are wrapped in
-``DistributedDataParallel`` (:meth:`_Runtime.wrap`), logged metrics are all-reduced
-(:meth:`_Runtime.all_reduce_sum`), and only rank 0 writes checkpoints and shows progress.
+environment, ``_init_distributed_from_env``) the model and the probe head are wrapped in
+``DistributedDataParallel`` (``_Runtime.wrap``), logged metrics are all-reduced
+(``_Runtime.all_reduce_sum``), and only rank 0 writes checkpoints and shows progress.
 """
 from __future__ import annotations
 

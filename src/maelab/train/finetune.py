@@ -1,6 +1,7 @@
-"""Supervised end-to-end fine-tuning: :func:`fine_tune` (encoder + a new Linear head on ``forward_features``).
+"""Supervised end-to-end fine-tuning: :func:`~maelab.train.fine_tune` (encoder + a new Linear head on
+``forward_features``).
 
-Same optimiser step as pre-training (:func:`maelab.train.loop._optimizer_step`): AdamW with optional layer-wise lr
+Same optimiser step as pre-training (``maelab.train.loop._optimizer_step``): AdamW with optional layer-wise lr
 decay, warm-up + cosine schedule per iteration, optional augmentation, bf16 autocast on CUDA, DDP when
 ``torch.distributed`` is initialised.
 """

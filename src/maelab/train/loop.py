@@ -1,12 +1,12 @@
 """The training loop: the optimiser step shared by pre-training and fine-tuning, and one pre-training epoch.
 
-* :func:`_optimizer_step` is one step of :func:`~maelab.train.train` and :func:`~maelab.train.fine_tune`:
+* ``_optimizer_step`` is one step of :func:`~maelab.train.train` and :func:`~maelab.train.fine_tune`:
   scheduled lr, this rank's slice of the global batch, optional augmentation, forward under autocast, the loss
   checked for NaN/inf *before* any update, backward, optional clipping, optimiser step.
-* :func:`_run_epoch` is one pre-training epoch (from ``start_iter`` when resuming mid-epoch): the step, the online
-  probe's step on the detached features, per-epoch accumulators, in-epoch checkpoints; :func:`_end_epoch` then
+* ``_run_epoch`` is one pre-training epoch (from ``start_iter`` when resuming mid-epoch): the step, the online
+  probe's step on the detached features, per-epoch accumulators, in-epoch checkpoints; ``_end_epoch`` then
   evaluates the probe, appends the history record, calls callbacks, keeps snapshots and writes the checkpoint.
-* :class:`_Run` holds everything one pre-training run reads and mutates across steps, so that these functions are
+* ``_Run`` holds everything one pre-training run reads and mutates across steps, so that these functions are
   small and :func:`~maelab.train.train` reads in one screen.
 """
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Self-supervised pre-training: :func:`train` and what it returns, :class:`TrainResult`.
+"""Self-supervised pre-training: :func:`~maelab.train.train` and what it returns, :class:`~maelab.train.TrainResult`.
 
-:func:`train` sets a run up (:func:`_setup`: data on the device, online probe, optimisers, generators), resumes it
-from its checkpoint or starts it (callbacks and snapshot at epoch 0), then runs the epochs
-(:func:`maelab.train.loop._run_epoch`). The order in which random streams are created and used is part of the
+:func:`~maelab.train.train` sets a run up (``_setup``: data on the device, online probe, optimisers, generators),
+resumes it from its checkpoint or starts it (callbacks and snapshot at epoch 0), then runs the epochs
+(``maelab.train.loop._run_epoch``). The order in which random streams are created and used is part of the
 contract (bit-identical runs for the same seed on CPU); do not reorder the set-up.
 """
 from __future__ import annotations
@@ -134,7 +134,7 @@ def train(model: nn.Module, data, config: TrainConfig | None = None, *, eval_dat
         checkpoint_dir: folder for ``last.pt`` (e.g. :func:`default_checkpoint_dir`); None = no checkpoints.
         resume: continue from ``checkpoint_dir/last.pt`` when it exists (exactly; a finished run returns at once).
         device: "auto", "cpu", "cuda", "cuda:N"; under torchrun "auto"/"cuda" pick ``cuda:LOCAL_RANK``.
-        progress: tqdm bar on rank 0 (None = on unless in CI, see :func:`maelab._util.progress_enabled`).
+        progress: tqdm bar on rank 0 (None = on unless in CI, see ``maelab._util.progress_enabled``).
         callbacks: functions ``f(epoch, model)`` called on every rank with the unwrapped model, with 0 before the
             first epoch of a fresh run and with e after epoch e (after evaluation, before checkpointing).
 
@@ -142,8 +142,8 @@ def train(model: nn.Module, data, config: TrainConfig | None = None, *, eval_dat
         :class:`TrainResult`.
 
     Raises:
-        ParameterError: bad config/data (e.g. ``batch_size * world_size`` > dataset size, labels missing while the
-            probe is on, a checkpoint written with a different configuration or dataset).
+        maelab.ParameterError: bad config/data (e.g. ``batch_size * world_size`` > dataset size, labels missing while
+            the probe is on, a checkpoint written with a different configuration or dataset).
         CheckpointError: ``checkpoint_dir/last.pt`` is empty, truncated, corrupt, holds python objects, or was written
             for another model (a :class:`~maelab.ParameterError`; delete the file or pass ``resume=False``).
         NonFiniteLossError: the loss became NaN/inf (raised before that step's update).

@@ -1,9 +1,9 @@
 """Learning-rate schedule and AdamW parameter groups (official MAE ``util/lr_sched.py``, ``util/lr_decay.py``).
 
-* :func:`lr_at`: linear warm-up then a half-cycle cosine to ``min_lr``, evaluated at a fractional epoch
+* :func:`~maelab.train.lr_at`: linear warm-up then a half-cycle cosine to ``min_lr``, evaluated at a fractional epoch
   ``epoch + it / iters`` (set every iteration).
-* :func:`param_groups`: no weight decay on biases, 1-d parameters (norms) and ``NO_DECAY_PATTERNS`` (timm's
-  ``param_groups_weight_decay``), optionally with layer-wise lr decay (``lr_scale`` per group).
+* :func:`~maelab.train.param_groups`: no weight decay on biases, 1-d parameters (norms) and ``NO_DECAY_PATTERNS``
+  (timm's ``param_groups_weight_decay``), optionally with layer-wise lr decay (``lr_scale`` per group).
 """
 from __future__ import annotations
 

@@ -93,7 +93,7 @@ def uniform_visible_spread(visible: Any, centres: Any, q: float = 0.5) -> np.nda
 
 
 def binned_profile(map_: Any, centre, max_r: int, where: Any = None) -> np.ndarray:
-    """Mean absolute value of ``map_`` (H, W) in distance bins round(|pixel - centre|) = 0..max_r, counting only
+    """Mean absolute value of ``map_`` (H, W) in distance bins ``round(|pixel - centre|) = 0..max_r``, counting only
     pixels where ``where`` (H, W) is true (all pixels when None). Empty bins are NaN. Not normalised."""
     a = _maps_np(map_[None] if isinstance(map_, torch.Tensor) else np.asarray(map_)[None])[0]
     positive_int("max_r", max_r, minimum=0)

@@ -104,10 +104,10 @@ def spatial_scale(W: Any, shape: Any, *, q: float = 0.9, outputs: Any = None) ->
     """Spatial scale of the receptive fields of a (d, d) linear map on an (H, W) torus (see the module docstring).
 
     Weights below 1e-10 of the largest are treated as 0 (floating-point round-off, not structure).
-    Returns ``decay_length`` (fit to the mean |weight| profile over the fields; ``inf`` when it does not decay,
+    Returns ``decay_length`` (fit to the mean ``|weight|`` profile over the fields; ``inf`` when it does not decay,
     ``nan`` when fewer than two distance bins in range are non-zero), ``mass_radius`` (mean over the
     fields of :func:`maelab.metrics.mass_radius` at fraction q) and ``mass_radius_sd`` (its spread over fields),
-    ``radii`` / ``profile`` (mean |weight| against torus distance, un-normalised) for plots.
+    ``radii`` / ``profile`` (mean ``|weight|`` against torus distance, un-normalised) for plots.
     """
     H, Wd = _shape(shape)
     q = in_range("q", q, 0.0, 1.0, low_open=True)

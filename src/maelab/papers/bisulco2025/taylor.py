@@ -27,7 +27,7 @@ def lemma6_terms(X: Any, A: Any, B: Any, m: float, patches: Any) -> dict[str, fl
     ``mean_fit`` = ||X - f(mu)||^2 with mu = E[r*x] = (1-m) x (the mean masked image); ``mean_norm`` =
     ||f(mu)||^2; ``second`` = E_R ||f(R*X)||^2; ``variance`` = second - mean_norm = E_R ||f(R*X) - f(mu)||^2 (the
     variance of the predictions over masks); ``total`` = mean_fit - mean_norm + second (Lemma 6), which should
-    equal the expected loss E_R ||X - f(R*X)||^2 (:func:`expected_loss`).
+    equal the expected loss E_R ||X - f(R*X)||^2 (:func:`maelab.linear_mae.expected_loss`).
     """
     X = _data(X)
     A, B = _factors(A, B, X.shape[1])
@@ -61,6 +61,7 @@ class TanhAutoencoder:
         return np.tanh(np.asarray(x, dtype=np.float64) @ self.A / self.s) @ self.B * self.s
 
     def jacobian(self, x: Any) -> np.ndarray:
+        """Per-sample Jacobian d f / d x (n, d_out, d_in) at the rows of ``x``."""
         h = 1.0 - np.tanh(np.asarray(x, dtype=np.float64) @ self.A / self.s) ** 2  # (n, k)
         return np.einsum("kj,nk,ik->nji", self.B, h, self.A)
 

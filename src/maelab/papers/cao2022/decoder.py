@@ -3,8 +3,9 @@
 * **Fig. 3** (:func:`layer_readouts`, :func:`readout_metrics`): the decoder input (encoder output with the shared mask
   token inserted, after ``decoder_embed`` and the position embedding) and every decoder block's output are read out
   through the *final* ``decoder_norm`` and ``decoder_pred``, as the paper does with the official ViT-B weights; the
-  last read-out is the model's prediction. Read-outs are mapped to images like :meth:`MaskedImageModel.reconstruct`
-  (with ``norm_pix_loss`` un-standardised with the true patch mean / std, as the MAE demo does).
+  last read-out is the model's prediction. Read-outs are mapped to images like
+  :meth:`maelab.models.MaskedImageModel.reconstruct` (with ``norm_pix_loss`` un-standardised with the true patch
+  mean / std, as the MAE demo does).
 * **Theorem 5.1 on real models** (:func:`layer_changes`): relative change ||v_(t+1) - v_t|| / ||v_t|| per token,
   averaged over tokens, per image, for the encoder (input tokens, then each block) and the decoder (decoder input,
   then each block). Real blocks have W^V != I, an MLP and LayerNorms: the theorem's hypotheses are not met.

@@ -11,7 +11,7 @@ feature map v (values v(x_i) in R^d) to
     v^{t+1}(x_i) = sum_j A_ij v^t(x_j),   A_ij = K(x_i - x_j) / alpha(x_i),   alpha(x_i) = sum_j K(x_i - x_j)
 
 (row-normalised: the softmax of the logits log K(x_i - x_j); eq. (6), (15)). Theorem 5.1 states
-||v^{t+1} - v^t||_V <= C(gamma, d) / n * (||v^t||_V + |v^t|_BV) with V a subset of (L^2(omega, mu))^d.
+``||v^{t+1} - v^t||_V <= C(gamma, d) / n * (||v^t||_V + |v^t|_BV)`` with V a subset of (L^2(omega, mu))^d.
 
 Which kernel scaling the theorem needs (our reading of the proof, Appendix A)
 -----------------------------------------------------------------------------
@@ -19,10 +19,10 @@ Assumption (B_3) bounds K(xi) <= C_gamma exp(-gamma ||xi||) with gamma fixed, i.
 continuum coordinates** of the unit square. Under that scaling the discrete operator converges, as n grows, to the
 continuum operator v -> alpha^{-1} int K(x - x') v(x') dx', and ||v^{t+1} - v^t|| converges to the non-zero
 ||alpha^{-1} K v - v|| of a fixed smoothing: it does **not** decay like 1/n (its log-log slope against n tends to 0).
-The proof's step (35) bounds the tail int_{||xi|| >= delta/n} |K| 2||v||_inf by C/n, which needs the kernel's mass
+The proof's step (35) bounds the tail ``int_{||xi|| >= delta/n} |K| 2||v||_inf`` by C/n, which needs the kernel's mass
 to sit within O(1/n) of the origin: the 1/n rate holds when the kernel's width is **fixed in grid units** (one
 width = a fixed number of patches, i.e. gamma proportional to n for exp(-gamma ||xi||) or to n^2 for the Gaussian).
-Then, for a Lipschitz v, |v^{t+1}(x) - v^t(x)| <= Lip(v) * sum_j A_ij |x_i - x_j| = O(1/n) (first moment of the
+Then, for a Lipschitz v, ``|v^{t+1}(x) - v^t(x)| <= Lip(v) * sum_j A_ij |x_i - x_j| = O(1/n)`` (first moment of the
 kernel), attained at the boundary, where the truncated kernel is not symmetric; in the interior the symmetric kernel
 cancels the first-order term and the change is O(1/n^2). Both scalings are implemented (``scaling="grid"`` /
 ``"continuum"``) so the notebook can show which one gives 1/n. For a discontinuous BV map (an indicator) the change
@@ -82,7 +82,7 @@ def attention_1d(n: int, width: float, scaling: str = "grid", kernel: str = "gau
     """The 1-D factor A1 of the 2-D attention matrix A = A1 (x) A1.
 
     ``"softmax"``: K1 row-normalised; row i is softmax_j(log k((x_i - x_j)/w)), i.e. attention with logits
-    -||x_i - x_j||^2 / (2 w^2) (Gaussian, eq. (11) with q = k = x / w) or -|x_i - x_j| / w.
+    -||x_i - x_j||^2 / (2 w^2) (Gaussian, eq. (11) with q = k = x / w) or ``-|x_i - x_j| / w``.
     ``"none"``: K1 / n, so that A v is the quadrature of the unnormalised integral int K(x - x') v(x') dx' over
     the unit square (eq. (10) without alpha^{-1}; the 2-D weight 1/n^2 is the cell area).
     """
@@ -128,7 +128,7 @@ def field_norm(v: np.ndarray, norm: str = "l2") -> float:
 
 
 def bv_seminorm(v: np.ndarray) -> float:
-    """Discrete total variation approximating int |grad v| over the unit square (the paper's eq. (1) with the
+    """Discrete total variation approximating ``int |grad v|`` over the unit square (the paper's eq. (1) with the
     4-neighbour forward differences, weights 1/n^2 per point and 1/h^2 per squared difference):
     h * sum_x sqrt(sum_c (v(x + h e_1) - v(x))^2 + (v(x + h e_2) - v(x))^2), differences across the last row /
     column taken as 0. For v(x) = x_1 this is (n - 1) / n."""
@@ -177,7 +177,7 @@ def feature_map(kind: str, n: int, d: int = 4, seed: int = 0, modes: int = 4) ->
 def layer_change(v: np.ndarray, width: float, scaling: str = "grid", kernel: str = "gaussian",
                  normalisation: str = "softmax", norms=NORMS) -> dict[str, float]:
     """||v^{t+1} - v^t|| in each of ``norms`` for one attention layer on the map ``v`` (n, n, d), plus
-    ``"norm_l2"`` (||v^t||_L2), ``"norm_sup"`` and ``"bv"`` (|v^t|_BV) for the right-hand side of (16)."""
+    ``"norm_l2"`` (||v^t||_L2), ``"norm_sup"`` and ``"bv"`` (``|v^t|_BV``) for the right-hand side of (16)."""
     v = _check_map(v)
     a1 = attention_1d(v.shape[0], width, scaling, kernel, normalisation)
     delta = apply_attention(v, a1) - v
@@ -213,7 +213,7 @@ def rate_study(ns, *, n_maps: int = 8, d: int = 4, width: float = 1.0, scaling: 
 
     Returns ``ns``; ``change[norm]`` (n_maps, len(ns)); ``slope[norm]`` (n_maps,) per-map log-log slopes;
     ``rate[norm]`` = (mean, ci_low, ci_high) of the slope (95 % Student-t over maps); ``constant`` (n_maps,
-    len(ns)) = n * ||delta||_L2 / (||v||_L2 + |v|_BV), the constant C of (16) if the rate were exactly 1/n.
+    len(ns)) = ``n * ||delta||_L2 / (||v||_L2 + |v|_BV)``, the constant C of (16) if the rate were exactly 1/n.
     """
     ns = [positive_int("ns", int(n)) for n in ns]
     positive_int("n_maps", n_maps)

@@ -41,6 +41,7 @@ import numpy as np
 
 from maelab._validate import ParameterError, positive_int
 
+#: How the visible patches are selected (see :func:`selection`).
 SELECTIONS = ("permutation", "uniform", "two_permutations")
 
 
@@ -158,7 +159,7 @@ def components(sel) -> list[tuple[list[int], list[int]]]:
 
 def recoverable_fraction(sel) -> float:
     """Fraction of patches determined by the selected ones for a generic rank-r image with r <= N_c:
-    sum over components of |rows| * |columns|, over n^2."""
+    sum over components of ``|rows| * |columns|``, over n^2."""
     sel = _check_sel(sel)
     return sum(len(r) * len(c) for r, c in components(sel)) / sel.size
 

@@ -243,7 +243,8 @@ def theorem2_check(model: LinearGaussianModel, visible: Iterable[str], k: int | 
     ``cc_s_m`` / ``cc_s_mc`` (with the noises of the masked-only / visible-only nodes), ``cc_nodes`` (node ->
     correlations of c_hat with each latent outside S) and ``cc_nodes_c`` (the same for c itself, which Theorem 2
     says c_hat matches), ``rank_gap`` = eigvals[d_c] / eigvals[0] (0 when the regression has rank d_c) and
-    ``info`` (:class:`SharedInfo`), ``frac_c_recovered`` = sum(cc_c^2) / d_c (1 when c_hat determines c).
+    ``info`` (:class:`~maelab.papers.kong2023.theory.SharedInfo`), ``frac_c_recovered`` = sum(cc_c^2) / d_c (1 when
+    c_hat determines c).
     """
     info: SharedInfo = shared_latents(model.dag, visible)
     if not info.c:

@@ -207,7 +207,7 @@ class SharedInfo:
 def shared_latents(dag: HierarchicalDAG, visible: Iterable[str]) -> SharedInfo:
     """Theorem 1 / Algorithm 1 (our reading, module docstring): c for the mask whose visible leaves are ``visible``.
 
-    Raises :class:`~maelab._validate.ParameterError` when ``visible`` is not a set of observed leaves, is empty
+    Raises :class:`~maelab.ParameterError` when ``visible`` is not a set of observed leaves, is empty
     (everything masked) or contains every leaf (nothing masked): the split into x_m and x_mc is then undefined.
     """
     vis = frozenset(str(v) for v in visible)

@@ -34,7 +34,7 @@ No reading of this kind has an interior minimum (the paper's "sweet spot") in ex
 and view is enumerated. Views carry their positions (``positional=True``, as a ViT with position embeddings sees
 them): x1 = (visible positions, their symbols), x2 = (removed positions, their symbols). Edge weight
 w(x1, x2) = sum over images and masks producing the pair of p(image) P(mask) (Sec. 3.1). The augmentation graph
-A = A_M^T D_2^{-1} A_M, i.e. A(x1, x1') = E_{x2} M(x1|x2) M(x1'|x2) (Sec. 3.2); it has the degrees D_1. We report
+A = A_M^T D_2^{-1} A_M, i.e. ``A(x1, x1') = E_{x2} M(x1|x2) M(x1'|x2)`` (Sec. 3.2); it has the degrees D_1. We report
 the eigenvalues of the normalised A-bar = D_1^{-1/2} A D_1^{-1/2} (HaoChen et al.'s convention, eigenvalues in
 [0, 1]; the paper writes "eigenvalues of A"). With ``positional=False`` views are multisets of symbols (an encoder
 blind to positions): views from different masks can then coincide.
@@ -182,9 +182,9 @@ def distance_curves(tokens: torch.Tensor, labels: torch.Tensor, mask_ratios, *, 
         seed: seeds the pairs and the masks.
         readings: name -> dict(pairs=..., fill=...) (see :func:`masked_pair_distance`).
     Returns:
-        dict with, per reading name, arrays (len(mask_ratios),): ``<name>__exact_intra``, ``<name>__exact_inter``
-        (closed form over masks, mean over pairs), ``<name>__mc_intra``, ``<name>__mc_inter`` (mean over pairs and
-        mask draws), and ``pairs_intra`` / ``pairs_inter`` (the index pairs used).
+        A dict with, per reading name, arrays of shape ``(len(mask_ratios),)`` -- ``<name>__exact_intra``,
+        ``<name>__exact_inter`` (closed form over masks, mean over pairs), ``<name>__mc_intra``, ``<name>__mc_inter``
+        (mean over pairs and mask draws) -- and ``pairs_intra`` / ``pairs_inter`` (the index pairs used).
     """
     positive_int("n_mask_draws", n_mask_draws)
     ratios = [in_range(f"mask_ratios[{i}]", r, 0.0, 1.0, high_open=True) for i, r in enumerate(mask_ratios)]
@@ -347,7 +347,7 @@ def dense_mask_graph(graph: dict[str, Any]) -> np.ndarray:
 
 
 def augmentation_graph(a_m: np.ndarray) -> np.ndarray:
-    """A = A_M^T D_2^{-1} A_M: A(x1, x1') = sum_x2 M(x2) M(x1|x2) M(x1'|x2) (Sec. 3.2); row sums are d_{x1}."""
+    """A = A_M^T D_2^{-1} A_M: ``A(x1, x1') = sum_x2 M(x2) M(x1|x2) M(x1'|x2)`` (Sec. 3.2); row sums are d_{x1}."""
     d2 = a_m.sum(1)
     return a_m.T @ (a_m / np.where(d2 > 0, d2, 1.0)[:, None])
 

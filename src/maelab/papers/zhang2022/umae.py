@@ -33,7 +33,7 @@ from maelab._util import resolve_device
 from maelab._validate import ParameterError
 
 POOLS = ("cls", "mean")
-#: per-run numbers in :func:`compare`'s ``runs`` table (suffix ``_mean``: mean-pooled patch tokens)
+#: per-run numbers in :func:`compare`'s ``runs`` table (suffix ``_mean`` for mean-pooled patch tokens)
 METRICS = ("linear_acc", "knn_acc", "effective_rank", "linear_acc_mean", "knn_acc_mean", "effective_rank_mean",
            "finetune_acc", "rec_loss", "train_seconds")
 
