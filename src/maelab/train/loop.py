@@ -120,6 +120,7 @@ class _LossLog:
         self.bad_terms = torch.zeros_like(self.sums)
         self.every, self.epochs, self.iters = every, epochs, iters
         self.pending: list[tuple[int, int, float]] = []  # (epoch, iteration, lr) of the steps since the last check
+        self.last = [float(v) for v in start]  # the sums at the last check
 
     def add(self, terms: torch.Tensor, *, epoch: int, it: int, lr: float) -> None:
         """Record one step's rank-averaged terms (device tensor, first entry the loss); check when due."""
@@ -136,7 +137,7 @@ class _LossLog:
     def check(self) -> list[float]:
         """One host sync: the current sums; raises NonFiniteLossError if a step since the last check was not finite."""
         if not self.pending:
-            return self.sums.tolist()
+            return list(self.last)
         got = torch.cat([self.bad.double().reshape(1), self.sums, self.bad_terms]).tolist()
         k, n = int(got[0]), self.sums.numel()
         if k >= 0:
@@ -144,7 +145,8 @@ class _LossLog:
             _check_loss(got[1 + n:], epoch=epoch, epochs=self.epochs, it=it, iters=self.iters, lr=lr)
         self.pending.clear()
         self.count.zero_()
-        return got[1:1 + n]
+        self.last = got[1:1 + n]
+        return list(self.last)
 
 
 def _log_every(cfg, rt: _Runtime) -> int:

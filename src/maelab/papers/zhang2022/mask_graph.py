@@ -49,6 +49,7 @@ import numpy as np
 import torch
 
 from maelab import masking
+from maelab._util import dry_run_limits
 from maelab._validate import ParameterError, in_range, positive_int
 
 # ----------------------------------------------------------------------------------------------- Fig. 2b/c
@@ -436,6 +437,9 @@ def fit_collapsed_decoder(model, train_images: torch.Tensor, test_images: torch.
     positive_int("steps", steps)
     positive_int("batch_size", batch_size)
     in_range("lr", lr, 0.0, low_open=True)
+    dry = dry_run_limits()
+    if dry is not None:  # dry run: a couple of steps, a few test images
+        steps, test_images = min(steps, dry.train_steps), test_images[:dry.eval_images]
     torch.manual_seed(seed)
     dev = next(model.parameters()).device
     n_keep = masking.num_keep(model.num_patches, mask_ratio)
