@@ -67,3 +67,22 @@ def test_device_cuda_without_cuda_fails_in_one_line():
         pytest.skip("this machine has CUDA")
     with pytest.raises(Exception, match=r"^device must be 'auto' or 'cpu' on a machine without CUDA; got 'cuda'$"):
         book.setup("masking", profile="cpu", device="cuda")
+
+
+@pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
+def test_committed_plan_tables_match_todays_settings(profile):
+    """book/rerun.md shows data/results/plan/notebooks.<profile>: written from today's settings of every notebook
+    (else run `python -m maelab.book plan --profile P --write`), one row per notebook, H100 minutes within budget."""
+    from maelab import profiles
+
+    rec = store.load(book.PLAN_NOTEBOOK, "notebooks", profile, root=ROOT / "data" / "results")
+    assert rec is not None, f"no plan table for {profile}: run python -m maelab.book plan --profile {profile} --write"
+    listed = rec.provenance["config"]["notebook_settings"]
+    for nb, values in listed.items():
+        assert values == store._canonical(profiles.settings(nb, profile).as_dict()), \
+            f"{nb}'s {profile} settings changed since the plan table was written"
+    table = rec["table"]
+    assert set(table.notebook) == {n for n in book.notebooks_in_order() if n not in book.LAST}
+    if profile == "gpu":
+        h100 = [float(m) for m in table["H100 min"] if m != "negligible"]
+        assert all(m <= 30 for m in h100) and sum(h100) <= 240, h100

@@ -53,11 +53,14 @@ class DryRunLimits:
             extract_features`, reconstruction losses); feature extraction computes the first ``eval_images``
             images and repeats their rows to the full ``(N, D)`` shape, so every consumer sees the real shapes.
         probe_examples: training and test examples per linear probe (the first ones).
+        mc_samples: Monte-Carlo samples (e.g. image pairs) per estimate of the library's analysis functions that
+            read it (:func:`maelab.papers.zhang2022.mask_graph.distance_curves`).
     """
 
     train_steps: int = 2
     eval_images: int = 32
     probe_examples: int = 64
+    mc_samples: int = 8
 
 
 def dry_run_limits() -> DryRunLimits | None:

@@ -601,7 +601,11 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False) -> N
         print(f"[plan] over the 30-min H100 budget: {', '.join(over)}", flush=True)
     if write:
         cpu = {"cpu": cal.key, "calibrated": cal.date_utc, "matmul GFLOP/s": round(cal.matmul_flops_per_s / 1e9, 1)}
-        store.save("notebooks", {"profile": profile, "h100": cost.H100_SOURCE, "calibration": cpu},
+        from .profiles import settings as nb_settings
+
+        reads = {nb: nb_settings(nb, profile).as_dict() for nb in per_nb.notebook}  # a stale table is detectable
+        store.save("notebooks", {"profile": profile, "h100": cost.H100_SOURCE, "calibration": cpu,
+                                 "notebook_settings": reads},
                    {"table": per_nb, "calibration": pd.DataFrame([cpu])}, notebook=PLAN_NOTEBOOK, profile=profile,
                    root=store.repo_root() / "data" / "results")
 
@@ -615,6 +619,8 @@ def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
     for f in ("_config.yml", "_toc.yml"):
         shutil.copy2(root / f, stage_dir / f)
     shutil.copytree(root / "book", stage_dir / "book")
+    if (root / "data" / "results" / PLAN_NOTEBOOK).is_dir():  # the plan tables book/rerun.md includes
+        shutil.copytree(root / "data" / "results" / PLAN_NOTEBOOK, stage_dir / "data" / "results" / PLAN_NOTEBOOK)
     nbdir = stage_dir / "notebooks"
     nbdir.mkdir()
     missing, failed = [], []

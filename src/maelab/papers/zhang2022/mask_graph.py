@@ -188,6 +188,9 @@ def distance_curves(tokens: torch.Tensor, labels: torch.Tensor, mask_ratios, *, 
         mask draws), and ``pairs_intra`` / ``pairs_inter`` (the index pairs used).
     """
     positive_int("n_mask_draws", n_mask_draws)
+    dry = dry_run_limits()
+    if dry is not None:  # dry run: a few Monte-Carlo samples
+        n_pairs, n_mask_draws = min(n_pairs, dry.mc_samples), min(n_mask_draws, 2)
     ratios = [in_range(f"mask_ratios[{i}]", r, 0.0, 1.0, high_open=True) for i, r in enumerate(mask_ratios)]
     for name, opt in readings.items():
         _check_pairs_fill(opt.get("pairs", "all"), opt.get("fill"))
