@@ -37,12 +37,15 @@ def test_gpu_dry_run_of_every_notebook(tmp_path, capsys):
 
 
 @pytest.mark.book
-def test_broken_gpu_setting_fails_the_dry_run_in_one_line(capsys):
+def test_broken_gpu_setting_fails_the_dry_run_in_one_line(capsys, monkeypatch, tmp_path):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the failed run's kept temp folder lands here
     # patch 5 does not divide the 28- and 32-pixel images of Fig. 2b/c: no settings check catches it, the dry run does
     rc = book.main(["run", "--profile", "gpu", "--dry-run", "--only", "zhang_mask_graph", "-p", "patch_size=5"])
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error:")]
     assert rc == 1 and len(err) == 1
-    assert "zhang_mask_graph" in err[0] and "patch" in err[0], err[0]
+    assert "zhang_mask_graph" in err[0] and "patch_size must be a positive divisor" in err[0], err[0]
 
 
 def test_gpu_profile_without_cuda_is_refused_with_the_prediction(monkeypatch, capsys):
