@@ -106,8 +106,8 @@ def test_bf16_step_runs_under_cpu_autocast():
     res = train(m, data(), cfg(amp="bf16", epochs=1), device="cpu", progress=False)
     assert seen and all(on and dt == torch.bfloat16 for on, dt in seen[:8])
     assert all(torch.isfinite(torch.tensor(h["loss"])) for h in res.history)
-    ft = fine_tune(res.model, data(), data(32, seed=1), FineTuneConfig(epochs=1, batch_size=8, warmup_epochs=1, amp="bf16"),
-                   device="cpu", progress=False)
+    ft_cfg = FineTuneConfig(epochs=1, batch_size=8, warmup_epochs=1, amp="bf16")
+    ft = fine_tune(res.model, data(), data(32, seed=1), ft_cfg, device="cpu", progress=False)
     assert 0.0 <= ft.test_acc <= 1.0
 
 
@@ -139,8 +139,8 @@ def test_dry_run_caps_optimiser_steps(monkeypatch, tmp_path):
     assert m.calls == 2  # 2 optimiser steps in all, over 3 epochs of 8
     assert [h["epoch"] for h in res.history] == [1, 2, 3] and set(res.snapshots) == {0, 3}
     assert res.history[2]["loss"] != res.history[2]["loss"]  # the step-less epoch's mean is NaN
-    ft = fine_tune(res.model, data(), data(32, seed=1), FineTuneConfig(epochs=2, batch_size=8, warmup_epochs=1), device="cpu",
-                   progress=False)
+    ft_cfg = FineTuneConfig(epochs=2, batch_size=8, warmup_epochs=1)
+    ft = fine_tune(res.model, data(), data(32, seed=1), ft_cfg, device="cpu", progress=False)
     assert len(ft.history) == 2 and ft.history[1]["loss"] != ft.history[1]["loss"]
 
 
