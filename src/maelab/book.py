@@ -610,6 +610,19 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False) -> N
                    root=store.repo_root() / "data" / "results")
 
 
+def stage_plan_tables(results: Path, folder: Path) -> None:
+    """Write the stored plan tables as ``folder/<profile>.csv`` and ``<profile>-calibration.csv`` (what book/rerun.md
+    includes); a profile without a stored table gets a one-row CSV saying how to make it."""
+    import pandas as pd
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for p in PROFILE_NAMES:
+        rec = store.load(PLAN_NOTEBOOK, "notebooks", p, root=results)
+        missing = pd.DataFrame([{"plan": f"not stored: run python -m maelab.book plan --profile {p} --write"}])
+        (rec["table"] if rec else missing).to_csv(folder / f"{p}.csv", index=False)
+        (rec["calibration"] if rec else missing).to_csv(folder / f"{p}-calibration.csv", index=False)
+
+
 def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
     """Assemble a Jupyter Book source tree: config, toc, prose pages and the executed notebooks."""
     root = root or store.repo_root()
@@ -619,8 +632,7 @@ def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
     for f in ("_config.yml", "_toc.yml"):
         shutil.copy2(root / f, stage_dir / f)
     shutil.copytree(root / "book", stage_dir / "book")
-    if (root / "data" / "results" / PLAN_NOTEBOOK).is_dir():  # the plan tables book/rerun.md includes
-        shutil.copytree(root / "data" / "results" / PLAN_NOTEBOOK, stage_dir / "data" / "results" / PLAN_NOTEBOOK)
+    stage_plan_tables(root / "data" / "results", stage_dir / "book" / "_plan")
     nbdir = stage_dir / "notebooks"
     nbdir.mkdir()
     missing, failed = [], []
