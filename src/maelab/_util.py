@@ -1,7 +1,9 @@
-"""Small shared helpers: seeding, device resolution, the BLAS thread limit, progress bars, atomic file writes."""
+"""Small shared helpers: seeding, device resolution, the BLAS thread limit, progress bars, atomic file writes, and
+the dry-run switch (:func:`dry_run_limits`)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import random
 import tempfile
@@ -33,6 +35,49 @@ def resolve_device(device: str = "auto"):
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ParameterError("device", "'auto' or 'cpu' on a machine without CUDA", device)
     return torch.device(device)
+
+
+DRY_RUN_ENV = "MAELAB_DRY_RUN"
+DRY_RUN_DIR_ENV = "MAELAB_DRY_RUN_DIR"
+
+
+@dataclasses.dataclass(frozen=True)
+class DryRunLimits:
+    """What a dry run (``$MAELAB_DRY_RUN=1``, ``python -m maelab.book run --dry-run``) caps; everything else (models,
+    image and batch shapes, data sets, code paths) is exactly the profile's.
+
+    Attributes:
+        train_steps: optimiser steps per training run (:func:`maelab.train.train`, :func:`maelab.train.fine_tune`),
+            counted over the whole run; later epochs still end (evaluation, callbacks, snapshots) with no step.
+        eval_images: images per evaluation pass (the trainer's probe accuracy, :func:`maelab.evaluate.
+            extract_features`, reconstruction losses); feature extraction computes the first ``eval_images``
+            images and repeats their rows to the full ``(N, D)`` shape, so every consumer sees the real shapes.
+        probe_examples: training and test examples per linear probe (the first ones).
+        mc_samples: Monte-Carlo samples (e.g. image pairs) per estimate of the library's analysis functions that
+            read it (:func:`maelab.papers.zhang2022.mask_graph.distance_curves`).
+    """
+
+    train_steps: int = 2
+    eval_images: int = 32
+    probe_examples: int = 64
+    mc_samples: int = 8
+
+
+def dry_run_limits() -> DryRunLimits | None:
+    """The dry-run caps when ``$MAELAB_DRY_RUN`` is ``1`` (set by ``python -m maelab.book run --dry-run`` and
+    inherited by the notebook kernels), else None. The one switch the trainer and the evaluation loops read."""
+    v = os.environ.get(DRY_RUN_ENV, "")
+    if v in ("", "0"):
+        return None
+    if v != "1":
+        raise ParameterError(DRY_RUN_ENV, "unset, '0' or '1'", v)
+    return DryRunLimits()
+
+
+def dry_run_dir() -> Path:
+    """Scratch folder of a dry run (checkpoints): ``$MAELAB_DRY_RUN_DIR``, else ``<tmp>/maelab-dry-run``."""
+    env = os.environ.get(DRY_RUN_DIR_ENV)
+    return Path(env) if env else Path(tempfile.gettempdir()) / "maelab-dry-run"
 
 
 def blas_limit(threads: int | None):

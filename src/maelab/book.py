@@ -17,6 +17,16 @@ From the shell (``make book`` does both)::
     python -m maelab.book build [--strict]
 
 ``--profile auto`` runs each notebook with the best profile that has committed results (gpu > cpu), else cpu.
+
+A GPU profile without a GPU::
+
+    python -m maelab.book run --profile gpu --dry-run   # every notebook, the gpu settings, 2 steps per run, on CPU
+    python -m maelab.book plan --profile gpu            # predicted H100 and CPU minutes per notebook
+
+``--dry-run`` (:func:`maelab._util.dry_run_limits`) executes the notebooks with the profile's exact models, data
+and code paths but caps every training run at a couple of optimiser steps and every evaluation at a few images;
+results and checkpoints go to a temp folder, claims are not scored. ``--profile gpu`` on a machine without CUDA is
+refused with the predicted duration on this CPU unless ``--force-cpu`` is given.
 """
 from __future__ import annotations
 
@@ -34,7 +44,8 @@ from typing import Any, Callable
 
 from . import claims as claims_mod
 from . import store
-from ._util import TMP_PREFIX, progress_enabled, resolve_device, seed_everything
+from ._util import (DRY_RUN_DIR_ENV, DRY_RUN_ENV, TMP_PREFIX, dry_run_limits, progress_enabled, resolve_device,
+                    seed_everything)
 from ._validate import ParameterError
 from .profiles import CORE_PARAMS, PROFILE_NAMES, NotebookSettings, settings_class, validate_core
 
@@ -44,6 +55,8 @@ LAST = ("scoreboard",)  # notebooks that read other notebooks' results run last
 # verdicts: a last-digit BLAS difference on another CPU does not rewrite committed records.
 CLAIMS_RTOL, CLAIMS_ATOL = 1e-9, 1e-12
 RECORD_ERROR = "record error"  # scoreboard verdict of a claim whose stored claims record cannot be trusted
+DRY_RUN_VERDICT = "dry run"  # what Context.claim returns in a dry run (nothing is scored or stored)
+ALLOW_CPU_ENV = "MAELAB_ALLOW_CPU"  # "1": compute gpu-profile results on a machine without CUDA (--force-cpu)
 
 
 class EvidenceChanged(UserWarning):
@@ -75,6 +88,10 @@ class Context:
         if "profile" in config:
             raise ParameterError("config key", "not 'profile' (Context adds it)", "profile")
         full = {"profile": self.profile, **config}
+        if self.profile == "gpu" and getattr(self.device, "type", "cpu") != "cuda" and dry_run_limits() is None \
+                and os.environ.get(ALLOW_CPU_ENV) != "1":
+            def fn(fn=fn):  # only reached when the result must be computed (a stored one is loaded)
+                raise GpuUnavailable(gpu_on_cpu_message([self.notebook]))
         res = store.load_or_compute(name, full, fn, notebook=self.notebook, profile=self.profile,
                                     seeds=seeds if seeds is not None else [self.seed], device=self.device,
                                     recompute=self.recompute)
@@ -88,6 +105,8 @@ class Context:
         c = claims_mod.REGISTRY[claim_id]
         if c.notebook != self.notebook:
             raise ParameterError("claim_id", f"a claim of notebook {self.notebook!r}", claim_id)
+        if dry_run_limits() is not None:  # a couple of steps per run: nothing to score
+            return DRY_RUN_VERDICT, "dry run: capped training, not scored"
         v, why = claims_mod.verdict(c, evidence)
         self._claims[claim_id] = {
             "evidence": evidence.to_dict(), "verdict": v, "reason": why,
@@ -123,6 +142,10 @@ class Context:
         the record is rewritten (the page must show what the code computes) and an :class:`EvidenceChanged`
         warning says so in one line.
         """
+        if dry_run_limits() is not None:
+            print("DRY RUN: every training run was capped at a couple of optimiser steps and every evaluation at a "
+                  "few images; the numbers on this page mean nothing and no claim was scored or stored.", flush=True)
+            return None
         if not self._claims:
             return None
         rows = {k: self._claims[k] for k in sorted(self._claims)}
@@ -173,6 +196,10 @@ def setup(notebook: str, *, profile: str, seed: int = 0, device: str = "auto", r
     extra = {k: v for k, v in params.items() if v is not None}
     S = cls.for_profile(checked["profile"], **extra)  # unknown names and bad values: one-line ParameterError
     dev = resolve_device(checked["device"])
+    if dry_run_limits() is not None:
+        print(f"DRY RUN of {notebook} with profile={checked['profile']}: the profile's models, data and code paths, "
+              "a couple of optimiser steps per training run, a few images per evaluation; results in a temp "
+              "folder, claims not scored.", flush=True)
     seed_everything(checked["seed"])
     return Context(notebook=notebook, profile=checked["profile"], seed=checked["seed"], device=dev,
                    recompute=checked["recompute"], progress=progress_enabled(checked["progress"]), params=extra,
@@ -374,6 +401,35 @@ class NotebookFailed(RuntimeError):
     pass
 
 
+class GpuUnavailable(RuntimeError):
+    """The gpu profile was asked to compute on a machine without CUDA (one-line message with the way out)."""
+
+
+def predicted_minutes(profile: str, notebooks: list[str] | None = None, calibration=None) -> dict[str, tuple]:
+    """``{notebook: (H100 minutes, CPU minutes)}`` of the notebooks' planned runs (:mod:`maelab.cost`; the CPU from
+    this machine's calibration, measured once and cached); notebooks without a plan are left out."""
+    from . import cost
+
+    plans = cost.notebook_plans(profile)
+    cpu = cost.cpu_device(calibration)
+    return {nb: (sum(cost.predict(r, cost.H100)["seconds"] for r in runs) / 60,
+                 sum(cost.predict(r, cpu)["seconds"] for r in runs) / 60)
+            for nb, runs in plans.items() if notebooks is None or nb in notebooks}
+
+
+def gpu_on_cpu_message(notebooks: list[str], calibration=None) -> str:
+    """One line: the gpu profile needs CUDA, what the notebooks would take on this CPU, and what to run instead."""
+    mins = predicted_minutes("gpu", notebooks, calibration)
+    cpu = sum(m[1] for m in mins.values())
+    h100 = sum(m[0] for m in mins.values())
+    what = ", ".join(notebooks) if len(notebooks) <= 3 else f"{len(notebooks)} notebooks"
+    est = (f"its planned training is predicted at {cpu:,.0f} min on this CPU ({h100:.1f} min on one H100, "
+           "maelab.cost)" if mins else "its cost on this CPU is not modelled")
+    return (f"profile 'gpu' ({what}) needs a CUDA GPU and torch.cuda.is_available() is False here; {est}: run "
+            "--profile cpu instead, or --dry-run to check the gpu settings on this CPU in minutes, or add --force-cpu "
+            f"(env {ALLOW_CPU_ENV}=1) to compute it here anyway")
+
+
 RUNNER_FLAGS = ("profile", "recompute", "device")  # set by the runner's own options, not by -p
 
 
@@ -482,11 +538,21 @@ def run_notebook(name: str, profile: str, out_dir: Path, *, recompute: bool = Fa
 
 
 def run(profile: str = "auto", only: list[str] | None = None, out_dir: Path | None = None, recompute: bool = False,
-        device: str = "auto", extra: dict | None = None) -> list[Path]:
+        device: str = "auto", extra: dict | None = None, *, dry_run: bool = False,
+        force_cpu: bool = False) -> list[Path]:
+    """Execute notebooks (see the module docstring). ``dry_run``: see :func:`run_dry`; ``force_cpu``: let
+    ``profile="gpu"`` compute on a machine without CUDA."""
+    if dry_run:
+        return run_dry(profile, only, out_dir, device=device, extra=extra)
     root = store.repo_root()
     out_dir = Path(out_dir) if out_dir else root / "_build" / "executed"
     if profile != "auto" and profile not in PROFILE_NAMES:
         raise ParameterError("profile", "one of 'auto', " + ", ".join(repr(p) for p in PROFILE_NAMES), profile)
+    if force_cpu:
+        os.environ[ALLOW_CPU_ENV] = "1"  # inherited by the notebook kernels
+    elif profile == "gpu" and dry_run_limits() is None and os.environ.get(ALLOW_CPU_ENV) != "1" \
+            and resolve_device(device).type != "cuda":
+        raise GpuUnavailable(gpu_on_cpu_message(only or [n for n in notebooks_in_order(root) if n not in LAST]))
     names = notebooks_in_order(root)
     if only is not None and not only:
         raise ParameterError("only", "one or more notebook names (leave --only out to run every notebook)", only)
@@ -506,6 +572,105 @@ def run(profile: str = "auto", only: list[str] | None = None, out_dir: Path | No
             for name, prof in plan]
 
 
+def run_dry(profile: str = "gpu", only: list[str] | None = None, out_dir: Path | None = None, *,
+            device: str = "auto", extra: dict | None = None, keep: bool = False) -> list[Path]:
+    """Execute the notebooks with ``profile``'s settings under the dry-run caps (:func:`maelab._util.dry_run_limits`).
+
+    Everything goes to a fresh temp folder (results, checkpoints and, unless ``out_dir`` is given, the executed
+    notebooks): never ``data/results``, the smoke cache or the checkpoint cache. The folder is removed after a
+    successful run unless ``keep`` or ``out_dir`` (the executed notebooks stay there); after a failure it is kept and
+    its path is printed. A setting that cannot run fails as :class:`NotebookFailed`, one line naming the notebook,
+    the cell and the error. The environment is restored afterwards.
+    """
+    import tempfile
+
+    scratch = Path(tempfile.mkdtemp(prefix="maelab-dry-run-"))
+    saved = {k: os.environ.get(k) for k in (DRY_RUN_ENV, DRY_RUN_DIR_ENV, "MAELAB_RESULTS_DIR")}
+    os.environ.update({DRY_RUN_ENV: "1", DRY_RUN_DIR_ENV: str(scratch), "MAELAB_RESULTS_DIR": str(scratch / "results")})
+    ok = False
+    try:
+        outs = run(profile, only, Path(out_dir) if out_dir else scratch / "executed", device=device, extra=extra)
+        ok = True
+        return outs
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        if ok and not keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+        elif not ok:
+            print(f"[book] dry run failed; its temp folder is kept: {scratch}", file=sys.stderr, flush=True)
+
+
+PLAN_NOTEBOOK = "plan"  # data/results/plan/: the stored plan tables book/rerun.md shows
+
+
+def plan_table(profile: str, *, calibration=None, memory: bool = True):
+    """One row per notebook with its planned runs summed: runs, TFLOP, predicted H100 minutes (machine-independent:
+    :data:`maelab.cost.H100`), predicted minutes on the calibrated CPU, peak memory (GiB, the largest run); notebooks
+    without a plan (no model training) are listed with "negligible"."""
+    import pandas as pd
+
+    from . import cost
+
+    full = cost.plan(profile, calibration=calibration, memory=memory)
+    cpu_col = next(c for c in full.columns if c.endswith(" min") and not c.startswith("H100"))
+    rows = []
+    for nb in [n for n in notebooks_in_order() if n not in LAST]:
+        t = full[(full.notebook == nb) & (full.run != "total")] if len(full) else full
+        if not len(t):
+            rows.append({"notebook": nb, "runs": 0, "TFLOP": 0.0, "H100 min": "negligible", "CPU min": "negligible",
+                         "peak memory (GiB)": "—"})
+            continue
+        rows.append({"notebook": nb, "runs": int(t.repeats.sum()), "TFLOP": round(float(t["total TFLOP"].sum()), 1),
+                     "H100 min": round(float(t["H100 (bf16) min"].sum()), 1),
+                     "CPU min": round(float(t[cpu_col].sum()), 1),
+                     "peak memory (GiB)": round(float(t["peak memory (GiB)"].max()), 2) if memory else "—"})
+    return pd.DataFrame(rows), full
+
+
+def plan_command(profile: str, *, memory: bool = True, write: bool = False) -> None:
+    """Print the per-run and per-notebook plan of ``profile``; ``write``: store the per-notebook table (with the
+    calibration it used) as ``data/results/plan/notebooks.<profile>`` for book/rerun.md."""
+    import pandas as pd
+
+    from . import cost
+
+    cal = cost.calibrate_cpu()
+    per_nb, full = plan_table(profile, calibration=cal, memory=memory)
+    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.float_format", "{:.3g}".format):
+        print(f"H100: {cost.H100_SOURCE}\nCPU: {cal.key}, calibrated {cal.date_utc}\n")
+        print(full.to_string(index=False) + "\n")
+        print(per_nb.to_string(index=False))
+    over = [nb for nb, m in zip(per_nb.notebook, per_nb["H100 min"]) if isinstance(m, float) and m > 30]
+    if profile == "gpu" and over:
+        print(f"[plan] over the 30-min H100 budget: {', '.join(over)}", flush=True)
+    if write:
+        cpu = {"cpu": cal.key, "calibrated": cal.date_utc, "matmul GFLOP/s": round(cal.matmul_flops_per_s / 1e9, 1)}
+        from .profiles import settings as nb_settings
+
+        reads = {nb: nb_settings(nb, profile).as_dict() for nb in per_nb.notebook}  # a stale table is detectable
+        store.save("notebooks", {"profile": profile, "h100": cost.H100_SOURCE, "calibration": cpu,
+                                 "notebook_settings": reads},
+                   {"table": per_nb, "calibration": pd.DataFrame([cpu])}, notebook=PLAN_NOTEBOOK, profile=profile,
+                   root=store.repo_root() / "data" / "results")
+
+
+def stage_plan_tables(results: Path, folder: Path) -> None:
+    """Write the stored plan tables as ``folder/<profile>.csv`` and ``<profile>-calibration.csv`` (what book/rerun.md
+    includes); a profile without a stored table gets a one-row CSV saying how to make it."""
+    import pandas as pd
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for p in PROFILE_NAMES:
+        rec = store.load(PLAN_NOTEBOOK, "notebooks", p, root=results)
+        missing = pd.DataFrame([{"plan": f"not stored: run python -m maelab.book plan --profile {p} --write"}])
+        (rec["table"] if rec else missing).to_csv(folder / f"{p}.csv", index=False)
+        (rec["calibration"] if rec else missing).to_csv(folder / f"{p}-calibration.csv", index=False)
+
+
 def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
     """Assemble a Jupyter Book source tree: config, toc, prose pages and the executed notebooks."""
     root = root or store.repo_root()
@@ -515,6 +680,7 @@ def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
     for f in ("_config.yml", "_toc.yml"):
         shutil.copy2(root / f, stage_dir / f)
     shutil.copytree(root / "book", stage_dir / "book")
+    stage_plan_tables(root / "data" / "results", stage_dir / "book" / "_plan")
     nbdir = stage_dir / "notebooks"
     nbdir.mkdir()
     missing, failed = [], []
@@ -605,6 +771,15 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--device", default="auto")
     r.add_argument("--out", type=Path, help="folder for executed notebooks (default _build/executed)")
     r.add_argument("--results-dir", type=Path, help="results root (default data/results; smoke: .cache)")
+    r.add_argument("--dry-run", action="store_true",
+                   help="the profile's models, data and code paths on this machine, 2 optimiser steps per training "
+                        "run and a few images per evaluation; results in a temp folder, claims not scored")
+    r.add_argument("--force-cpu", action="store_true", help="let --profile gpu compute on a machine without CUDA")
+    q = sub.add_parser("plan", help="predicted cost per notebook (H100 and this CPU; maelab.cost)")
+    q.add_argument("--profile", default="gpu", choices=PROFILE_NAMES)
+    q.add_argument("--no-memory", action="store_true", help="skip the peak-memory column")
+    q.add_argument("--write", action="store_true",
+                   help="also store the machine-independent table in data/results/plan/ (what book/rerun.md shows)")
     b = sub.add_parser("build", help="build the HTML book from executed notebooks")
     b.add_argument("--executed", type=Path)
     b.add_argument("--out", type=Path, help="output root (html goes to OUT/_build/html)")
@@ -618,12 +793,21 @@ def main(argv: list[str] | None = None) -> int:
             if a.no_compute:
                 os.environ[store.NO_COMPUTE_ENV] = "1"  # inherited by the papermill kernels
             params = dict(parse_parameter(t) for t in a.param)
-            run(a.profile, a.only, a.out, a.recompute, a.device, extra=params)
+            if a.dry_run and (a.results_dir or a.no_compute or a.recompute):
+                raise ParameterError("--dry-run", "used without --results-dir, --no-compute and --recompute (a dry "
+                                     "run computes everything in a temp folder)", "--dry-run")
+            if a.dry_run:
+                run_dry(a.profile if a.profile != "auto" else "gpu", a.only, a.out, device=a.device, extra=params)
+                print("[book] dry run passed", flush=True)
+            else:
+                run(a.profile, a.only, a.out, a.recompute, a.device, extra=params, force_cpu=a.force_cpu)
+        elif a.cmd == "plan":
+            plan_command(a.profile, memory=not a.no_memory, write=a.write)
         elif a.cmd == "build":
             build(a.executed, a.out, a.strict)
         else:
             print("\n".join(notebooks_in_order()))
-    except (NotebookFailed, ParameterError, store.StoreError) as e:
+    except (NotebookFailed, GpuUnavailable, ParameterError, store.StoreError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

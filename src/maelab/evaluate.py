@@ -50,7 +50,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._util import blas_limit, pbar, resolve_device
+from ._util import blas_limit, dry_run_limits, pbar, resolve_device
 from ._validate import ParameterError, in_range, one_of, positive_int
 
 __all__ = ["extract_features", "linear_probe", "ProbeResult", "knn_predict", "knn_accuracy", "probe",
@@ -111,17 +111,22 @@ def extract_features(model, images, pool: str = "cls", batch_size: int = 256, de
         model.to(dev).eval()
     fn = (lambda x: model.forward_features(x, pool=pool)) if hasattr(model, "forward_features") else model
     out = []
+    dry = dry_run_limits()
+    n_real = images.shape[0] if dry is None else min(images.shape[0], dry.eval_images)
     try:
-        starts = range(0, images.shape[0], batch_size)
+        starts = range(0, n_real, batch_size)
         for s in pbar(starts, progress=progress, desc="features", leave=False):
-            f = fn(images[s:s + batch_size].to(dev, torch.float32))
-            if not isinstance(f, torch.Tensor) or f.ndim != 2 or f.shape[0] != min(batch_size, len(images) - s):
+            f = fn(images[s:min(s + batch_size, n_real)].to(dev, torch.float32))
+            if not isinstance(f, torch.Tensor) or f.ndim != 2 or f.shape[0] != min(batch_size, n_real - s):
                 raise ParameterError("model", "returning features of shape (batch, D)", _shape(f))
             out.append(f.detach().float().cpu())
     finally:
         if was_training is not None:
             model.train(was_training)
-    return torch.cat(out)
+    feats = torch.cat(out)
+    if n_real < images.shape[0]:  # dry run: the computed rows repeated to the real shape (no number is kept)
+        feats = feats.repeat((images.shape[0] + n_real - 1) // n_real, 1)[:images.shape[0]]
+    return feats
 
 
 def _features_labels(fname: str, lname: str, feats, labels) -> tuple[torch.Tensor, torch.Tensor]:
@@ -289,6 +294,11 @@ def linear_probe(train_features, train_labels, test_features=None, test_labels=N
         xte, yte = _features_labels("test_features", "test_labels", test_features, test_labels)
         if xte.shape[1] != xtr.shape[1]:
             raise ParameterError("test_features", f"width {xtr.shape[1]} like train_features", tuple(xte.shape))
+    dry = dry_run_limits()
+    if dry is not None:  # dry run: the first examples only (the probe's code path, not its accuracy)
+        xtr, ytr = xtr[:dry.probe_examples], ytr[:dry.probe_examples]
+        if has_test:
+            xte, yte = xte[:dry.probe_examples], yte[:dry.probe_examples]
     if len(torch.unique(ytr)) < 2:
         raise ParameterError("train_labels", "at least 2 distinct classes", int(len(torch.unique(ytr))))
     max_label = int(ytr.max()) if not has_test else max(int(ytr.max()), int(yte.max()))

@@ -30,7 +30,7 @@ import torch
 
 from . import data as data_mod
 from . import evaluate, metrics, models, train
-from ._util import resolve_device
+from ._util import dry_run_limits, resolve_device
 from ._validate import ParameterError, one_of, positive_int
 
 
@@ -110,6 +110,9 @@ def reconstruction_loss(model, images: torch.Tensor, mask_ratio: float | None, s
     model.eval()
     dev = next(model.parameters()).device
     g = torch.Generator(device="cpu").manual_seed(seed)
+    dry = dry_run_limits()
+    if dry is not None:  # dry run: a few images
+        images = images[:dry.eval_images]
     total, n = 0.0, 0
     for i in range(0, len(images), batch_size):
         x = images[i:i + batch_size].to(dev)

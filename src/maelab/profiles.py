@@ -2,7 +2,10 @@
 
 * ``smoke``: CI. Seconds per notebook, tiny models; asserts the pipeline, not the science.
 * ``cpu``: a laptop. <= 30 min per notebook on 2 cores; meaningful trends.
-* ``gpu``: one H100-class GPU. <= 10 min per notebook; closest to the papers.
+* ``gpu``: one H100-class GPU. <= 30 min per notebook (whole book <= 4 h); closest to the papers. Each
+  notebook's gpu values are sized with the cost model (:mod:`maelab.cost`, ``python -m maelab.book plan --profile
+  gpu``: predicted H100 minutes), as its settings class says; ``python -m maelab.book run --profile gpu --dry-run``
+  checks on any CPU that they run.
 
 A notebook's settings are a frozen dataclass in its paper package (``maelab/papers/<paper>/settings.py``, which
 exports ``NOTEBOOKS = {notebook name: class}``). Field defaults are the ``cpu`` values, each field carries its
@@ -45,8 +48,8 @@ PROFILES: dict[str, dict[str, Any]] = {
               "budget_min": 1, "target": "any machine"},
     "cpu": {"description": "a laptop: <= 30 min per notebook on 2 cores; meaningful trends",
             "budget_min": 30, "target": "2 CPU cores"},
-    "gpu": {"description": "one H100-class GPU: <= 10 min per notebook; closest to the papers",
-            "budget_min": 10, "target": "1 GPU"},
+    "gpu": {"description": "one H100-class GPU: <= 30 min per notebook (predicted by maelab.cost); closest to the "
+                           "papers", "budget_min": 30, "target": "1 GPU"},
 }
 PROFILE_NAMES = tuple(PROFILES)
 CORE_PARAMS = ("profile", "seed", "device", "recompute", "progress")

@@ -29,4 +29,4 @@ def test_per_dataset_settings_are_immutable_and_overridable():
     assert settings("zhang_umae", "smoke").n_train == 128
     assert book.setup("zhang_umae", profile="cpu", epochs=3).settings.epochs == 3  # one value for every dataset
     assert settings("zhang_umae", "gpu").model_overrides == {"patch_size": 4}
-    assert settings("zhang_mask_graph", "gpu").mae_epochs == 100
+    assert settings("zhang_mask_graph", "gpu").mae_epochs == 200

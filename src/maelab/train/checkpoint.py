@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .._util import atomic_path
+from .._util import atomic_path, dry_run_dir, dry_run_limits
 from .._validate import ParameterError
 from .config import TrainConfig
 
@@ -125,7 +125,8 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
 
 
 def default_checkpoint_dir(name: str) -> Path:
-    """``$MAELAB_CACHE/checkpoints/<name>`` if ``MAELAB_CACHE`` is set, else ``<repo>/.cache/checkpoints/<name>``.
+    """``$MAELAB_CACHE/checkpoints/<name>`` if ``MAELAB_CACHE`` is set, else ``<repo>/.cache/checkpoints/<name>``;
+    in a dry run (:func:`maelab._util.dry_run_limits`) ``<dry-run dir>/checkpoints/<name>``.
 
     ``<repo>`` is the source checkout holding ``pyproject.toml`` (editable install), else the current directory.
     The folder is not created here.
@@ -133,7 +134,9 @@ def default_checkpoint_dir(name: str) -> Path:
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-]*", name) or ".." in name:
         raise ParameterError("name", "a non-empty name of letters, digits, '.', '_', '-' (no path separators)", name)
     env = os.environ.get("MAELAB_CACHE")
-    if env:
+    if dry_run_limits() is not None:  # a dry run never writes into (or resumes from) the real checkpoint cache
+        root = dry_run_dir()
+    elif env:
         root = Path(env)
     else:
         repo = Path(__file__).resolve().parents[3]

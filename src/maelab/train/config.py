@@ -58,6 +58,9 @@ def _check_common(cfg) -> None:
     is_bool("hflip", cfg.hflip)
     positive_int("eval_every", cfg.eval_every)
     positive_int("eval_batch_size", cfg.eval_batch_size)
+    if cfg.log_every is not None:
+        positive_int("log_every", cfg.log_every)
+    is_bool("compile", cfg.compile)
 
 
 @dataclass
@@ -88,6 +91,12 @@ class TrainConfig:
         snapshot_epochs: completed-epoch counts (0 = initial weights) whose model state dicts (CPU copies) are
             returned in ``TrainResult.snapshots`` and kept in the checkpoint.
         find_unused_parameters: forwarded to DistributedDataParallel.
+        log_every: read the loss back to the host (one sync) every k steps and at the end of each epoch; None = 1
+            on the CPU (the NaN stop then runs before every update, as always), 50 on CUDA (see
+            :class:`maelab.train.loop._LossLog`: a non-finite loss stops the run at the next read-back, naming the
+            first bad step).
+        compile: wrap the model in ``torch.compile`` for the training steps (off by default; worth it for long
+            CUDA runs; the checkpoint and snapshots hold the uncompiled module's state).
     """
 
     epochs: int = 100
@@ -116,9 +125,12 @@ class TrainConfig:
     checkpoint_every_iters: int | None = None
     snapshot_epochs: tuple[int, ...] = ()
     find_unused_parameters: bool = False
+    log_every: int | None = None
+    compile: bool = False
 
-    # fields that do not change the training trajectory (may differ between a checkpoint and a resumed run)
-    _BOOKKEEPING = ("eval_every", "eval_batch_size", "checkpoint_every", "checkpoint_every_iters", "snapshot_epochs")
+    # fields that do not change the training recipe (may differ between a checkpoint and a resumed run)
+    _BOOKKEEPING = ("eval_every", "eval_batch_size", "checkpoint_every", "checkpoint_every_iters", "snapshot_epochs",
+                    "log_every", "compile")
 
     def __post_init__(self):
         _check_common(self)
@@ -161,7 +173,8 @@ class FineTuneConfig:
 
     Attributes mirror :class:`TrainConfig`; in addition ``layer_decay`` (None or 1.0 = off) scales block ``i``'s lr
     by ``layer_decay ** (num_layers - layer_id)`` with the official layer ids (embeddings 0, ``blocks.i`` i+1,
-    everything else on top), ``label_smoothing`` in [0, 1), ``pool`` ("cls"/"mean") for ``forward_features``.
+    everything else on top), ``label_smoothing`` in [0, 1), ``pool`` ("cls"/"mean") for ``forward_features``,
+    ``log_every`` and ``compile`` as in :class:`TrainConfig`.
     """
 
     epochs: int = 50
@@ -185,6 +198,8 @@ class FineTuneConfig:
     eval_every: int = 1
     eval_batch_size: int = 512
     head_init_std: float = 2e-5
+    log_every: int | None = None
+    compile: bool = False
 
     def __post_init__(self):
         _check_common(self)

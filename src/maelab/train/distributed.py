@@ -1,5 +1,8 @@
 """Runtime of a run: device, ``torch.distributed`` (DDP), mixed precision, and launching under ``torchrun``.
 
+On CUDA: bf16 autocast by default (``amp="auto"``; fp16 with a GradScaler on request), TF32 matmuls, fused AdamW
+(:meth:`_Runtime.adamw`), NCCL for DDP; the data sets live on the device (the trainer moves them there once).
+
 When ``torch.distributed`` is initialised (e.g. by ``torchrun``; ``python -m maelab.train`` initialises it from the
 environment, ``_init_distributed_from_env``) the model and the probe head are wrapped in
 ``DistributedDataParallel`` (``_Runtime.wrap``), logged metrics are all-reduced
@@ -41,6 +44,10 @@ class _Runtime:
         if dev.type == "cuda" and dev.index is None:
             local = int(os.environ.get("LOCAL_RANK", torch.cuda.current_device() if world == 1 else rank))
             dev = torch.device("cuda", local % max(torch.cuda.device_count(), 1))
+        if dev.type == "cuda":
+            # TF32 tensor cores for the float32 matmuls and convolutions left outside autocast (PyTorch's "high")
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
         if amp == "auto":
             dtype = torch.bfloat16 if dev.type == "cuda" and torch.cuda.is_bf16_supported() else None
         elif amp == "bf16":
@@ -62,6 +69,14 @@ class _Runtime:
         if self.world > 1:
             torch.distributed.all_reduce(t)
         return t
+
+    def adamw(self, groups, **kwargs) -> torch.optim.Optimizer:
+        """AdamW over ``groups``: the fused single-kernel implementation on CUDA (no per-parameter host sync, and
+        GradScaler passes it the inf check without a sync), PyTorch's default (foreach) on the CPU, whose numbers
+        every stored cpu result was computed with."""
+        if self.device.type == "cuda":
+            kwargs["fused"] = True
+        return torch.optim.AdamW(groups, **kwargs)
 
     def wrap(self, module: nn.Module, find_unused: bool = False) -> nn.Module:
         if self.world == 1:

@@ -15,11 +15,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .._util import pbar, seed_everything
+from .._util import dry_run_limits, pbar, seed_everything
 from .._validate import ParameterError
 from .config import FineTuneConfig
 from .distributed import _Runtime
-from .loop import _accuracy, _data_tensors, _num_classes, _optimizer_step
+from .loop import _accuracy, _data_tensors, _dry_steps, _log_every, _LossLog, _num_classes, _optimizer_step
 from .schedule import param_groups
 from .seeds import _AUG, _GLOBAL, _HEAD, _derive_seed, _epoch_permutation
 
@@ -58,8 +58,9 @@ def _new_head(encoder: nn.Module, images: torch.Tensor, k: int, cfg: FineTuneCon
 
 def _finetune_epoch(epoch: int, *, cfg: FineTuneConfig, rt: _Runtime, clf: _Classifier, net: nn.Module,
                     opt: torch.optim.Optimizer, scaler, peak: float, data: tuple[torch.Tensor, ...],
-                    aug_gen: torch.Generator, iters: int, bar) -> dict:
-    """One fine-tuning epoch, then the test accuracy when due; returns the epoch's history record."""
+                    aug_gen: torch.Generator, iters: int, bar, budget: list) -> dict:
+    """One fine-tuning epoch, then the test accuracy when due; returns the epoch's history record. ``budget``:
+    ``[steps left]`` in a dry run (decremented here), ``[None]`` otherwise."""
     images, labels, test_images, test_labels = data
 
     def finetune_terms(logits: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -68,19 +69,23 @@ def _finetune_epoch(epoch: int, *, cfg: FineTuneConfig, rt: _Runtime, clf: _Clas
 
     perm = _epoch_permutation(cfg.seed, epoch, images.shape[0]).to(rt.device)
     sums = torch.zeros(3, dtype=torch.float64, device=rt.device)  # loss*B, correct, count
-    lr_sum = 0.0
+    log = _LossLog(rt.device, (0.0,), _log_every(cfg, rt), epochs=cfg.epochs, iters=iters)
+    lr_sum, stop = 0.0, _dry_steps(budget[0], 0, iters)
     t0 = time.perf_counter()
-    for it in range(iters):
-        lr, idx, logits, (lv,) = _optimizer_step(
+    for it in range(stop):
+        lr, idx, logits, terms = _optimizer_step(
             rt=rt, cfg=cfg, opt=opt, scaler=scaler, params_of=clf, peak=peak, epoch=epoch, it=it,
-            iters=iters, images=images, perm=perm, aug_gen=aug_gen, forward=net, loss_terms=finetune_terms)
+            iters=iters, images=images, perm=perm, aug_gen=aug_gen, forward=net, loss_terms=finetune_terms, log=log)
         y = labels[idx]
-        sums += torch.stack([torch.tensor(lv * y.shape[0], dtype=torch.float64, device=rt.device),
-                             (logits.detach().argmax(1) == y).sum().double(),
-                             torch.tensor(float(y.shape[0]), dtype=torch.float64, device=rt.device)])
+        b = y.shape[0]
+        sums += torch.stack([terms[0] * b, (logits.detach().argmax(1) == y).sum().double(),
+                             torch.full((), float(b), dtype=torch.float64, device=rt.device)])
         lr_sum += lr
         bar.update(1)
+    log.check()
     seconds = time.perf_counter() - t0
+    if budget[0] is not None:
+        budget[0] -= stop
     sums = rt.all_reduce_sum(sums).tolist()
     done = epoch + 1
     te = None
@@ -90,9 +95,10 @@ def _finetune_epoch(epoch: int, *, cfg: FineTuneConfig, rt: _Runtime, clf: _Clas
                        test_labels, cfg.eval_batch_size, rt)
         clf.train()
     gb = cfg.batch_size * rt.world
-    return {"epoch": done, "loss": sums[0] / sums[2], "train_acc": sums[1] / sums[2], "test_acc": te,
-            "lr": lr_sum / iters, "seconds": seconds,
-            "images_per_s": iters * gb / seconds if seconds > 0 else float("nan")}
+    seen = sums[2] or float("nan")  # 0 only in a dry run's step-less epochs
+    return {"epoch": done, "loss": sums[0] / seen, "train_acc": sums[1] / seen, "test_acc": te,
+            "lr": lr_sum / stop if stop else float("nan"), "seconds": seconds,
+            "images_per_s": stop * gb / seconds if seconds > 0 else float("nan")}
 
 
 def fine_tune(model: nn.Module, train_data, test_data, config: FineTuneConfig | None = None, *,
@@ -122,18 +128,19 @@ def fine_tune(model: nn.Module, train_data, test_data, config: FineTuneConfig | 
     k = max(_num_classes(train_data, labels), _num_classes(test_data, test_labels))
     clf = _Classifier(encoder, _new_head(encoder, images, k, cfg, rt), cfg.pool)
     peak = cfg.peak_lr(rt.world)
-    opt = torch.optim.AdamW(param_groups(clf, cfg.weight_decay, layer_decay=cfg.layer_decay), lr=peak,
-                            betas=cfg.betas)
+    opt = rt.adamw(param_groups(clf, cfg.weight_decay, layer_decay=cfg.layer_decay), lr=peak, betas=cfg.betas)
     scaler = torch.amp.GradScaler("cuda") if rt.amp_dtype == torch.float16 else None
     aug_gen = torch.Generator().manual_seed(_derive_seed(cfg.seed, _AUG, rt.rank))
-    net = rt.wrap(clf, find_unused=True)
+    net = rt.wrap(torch.compile(clf) if cfg.compile else clf, find_unused=True)
+    dry = dry_run_limits()
+    budget = [dry.train_steps if dry is not None else None]
     history: list[dict] = []
     bar = pbar(total=cfg.epochs * iters, desc="fine-tune", unit="step", progress=progress if rt.rank == 0 else False)
     try:
         for epoch in range(cfg.epochs):
             history.append(_finetune_epoch(epoch, cfg=cfg, rt=rt, clf=clf, net=net, opt=opt, scaler=scaler,
                                            peak=peak, data=(images, labels, test_images, test_labels),
-                                           aug_gen=aug_gen, iters=iters, bar=bar))
+                                           aug_gen=aug_gen, iters=iters, bar=bar, budget=budget))
             bar.set_postfix(epoch=epoch + 1, loss=f"{history[-1]['loss']:.4f}", refresh=False)
     finally:
         bar.close()

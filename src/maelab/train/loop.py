@@ -8,6 +8,11 @@
   evaluates the probe, appends the history record, calls callbacks, keeps snapshots and writes the checkpoint.
 * ``_Run`` holds everything one pre-training run reads and mutates across steps, so that these functions are
   small and :func:`~maelab.train.train` reads in one screen.
+* :class:`_LossLog` keeps the loss terms on the device: the step loop reads them back (one host sync) only every
+  ``log_every`` steps and at the end of the epoch, and the NaN stop names the first non-finite step.
+* In a dry run (:func:`maelab._util.dry_run_limits`) a run makes at most ``train_steps`` optimiser steps in all;
+  the remaining epochs still end (evaluation on a few images, callbacks, snapshots) with no step, and only the
+  last epoch writes a checkpoint.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .._util import dry_run_limits
 from .._validate import ParameterError
 from .augment import random_resized_crop_flip
 from .checkpoint import _save
@@ -69,6 +75,9 @@ def _accuracy(features_fn: Callable, head: nn.Module, images: torch.Tensor, labe
               batch_size: int, rt: _Runtime) -> float:
     """Accuracy of ``head(features_fn(x))``, the eval set split into contiguous per-rank shards."""
     n = images.shape[0]
+    dry = dry_run_limits()
+    if dry is not None:
+        n = min(n, dry.eval_images)
     lo, hi = n * rt.rank // rt.world, n * (rt.rank + 1) // rt.world
     correct = torch.zeros((), dtype=torch.float64, device=rt.device)
     for s in range(lo, hi, batch_size):
@@ -91,20 +100,77 @@ def _check_loss(values: Sequence[float], *, epoch: int, epochs: int, it: int, it
             "try a lower blr, clip_grad, or amp='off'")
 
 
+class _LossLog:
+    """Sums of the rank-averaged loss terms of an epoch, kept on the device (float64), read back every ``every``
+    steps (:meth:`check`, one host sync) instead of after every step.
+
+    ``start``: the sums so far (a resumed epoch's accumulators); the same float64 additions in the same order as
+    summing Python floats, so the numbers are bit-identical to a per-step read-back. The first step whose loss is
+    not finite is recorded on the device; :meth:`check` raises :class:`NonFiniteLossError` naming it. With
+    ``every = 1`` the check runs after every forward, *before* that step's update (nothing non-finite is ever
+    applied); with ``every = k`` it runs every k steps, before the k-th step's update, so up to k - 1 updates may
+    have used a non-finite loss before the run stops (the model is then discarded: no checkpoint is written after
+    the bad step, since checkpoints are written only after a check).
+    """
+
+    def __init__(self, device: torch.device, start: Sequence[float], every: int, *, epochs: int, iters: int):
+        self.sums = torch.tensor([float(v) for v in start], dtype=torch.float64, device=device)
+        self.count = torch.zeros((), dtype=torch.long, device=device)
+        self.bad = torch.full((), -1, dtype=torch.long, device=device)
+        self.bad_terms = torch.zeros_like(self.sums)
+        self.every, self.epochs, self.iters = every, epochs, iters
+        self.pending: list[tuple[int, int, float]] = []  # (epoch, iteration, lr) of the steps since the last check
+        self.last = [float(v) for v in start]  # the sums at the last check
+
+    def add(self, terms: torch.Tensor, *, epoch: int, it: int, lr: float) -> None:
+        """Record one step's rank-averaged terms (device tensor, first entry the loss); check when due."""
+        t = terms.detach().double().reshape(-1)
+        first = (self.bad < 0) & ~torch.isfinite(t[0])
+        self.bad = torch.where(first, self.count, self.bad)
+        self.bad_terms = torch.where(first, t, self.bad_terms)
+        self.count += 1
+        self.sums += t
+        self.pending.append((epoch, it, lr))
+        if len(self.pending) >= self.every:
+            self.check()
+
+    def check(self) -> list[float]:
+        """One host sync: the current sums; raises NonFiniteLossError if a step since the last check was not finite."""
+        if not self.pending:
+            return list(self.last)
+        got = torch.cat([self.bad.double().reshape(1), self.sums, self.bad_terms]).tolist()
+        k, n = int(got[0]), self.sums.numel()
+        if k >= 0:
+            epoch, it, lr = self.pending[k]
+            _check_loss(got[1 + n:], epoch=epoch, epochs=self.epochs, it=it, iters=self.iters, lr=lr)
+        self.pending.clear()
+        self.count.zero_()
+        self.last = got[1:1 + n]
+        return list(self.last)
+
+
+def _log_every(cfg, rt: _Runtime) -> int:
+    """Steps between host read-backs of the loss: ``cfg.log_every``, else 1 on the CPU (bit-identical to the
+    original per-step check, and a read-back costs nothing there) and 50 on CUDA."""
+    every = getattr(cfg, "log_every", None)
+    return every if every is not None else (50 if rt.device.type == "cuda" else 1)
+
+
 def _optimizer_step(*, rt: _Runtime, cfg, opt: torch.optim.Optimizer, scaler, params_of: nn.Module,
                     peak: float, epoch: int, it: int, iters: int, images: torch.Tensor, perm: torch.Tensor,
                     aug_gen: torch.Generator, forward: Callable[[torch.Tensor], Any],
-                    loss_terms: Callable[[Any, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
-                    ) -> tuple[float, torch.Tensor, Any, list[float]]:
+                    loss_terms: Callable[[Any, torch.Tensor], tuple[torch.Tensor, torch.Tensor]], log: _LossLog
+                    ) -> tuple[float, torch.Tensor, Any, torch.Tensor]:
     """One optimiser step of :func:`train` and :func:`fine_tune` (iteration ``it`` of ``epoch``).
 
     In this order: set the scheduled lr (:func:`lr_at` at ``epoch + it / iters``, times each group's ``lr_scale``);
     take this rank's slice of the global batch from ``perm`` (optionally augmented with ``aug_gen``);
     ``out = forward(x)`` under autocast; ``loss, terms = loss_terms(out, idx)`` outside it; average ``terms`` over
-    ranks (the first entry is the loss) and raise :class:`NonFiniteLossError` before any update if it is not
-    finite; zero the gradients, backward (through ``scaler`` when given), clip the gradient norm of
-    ``params_of.parameters()`` to ``cfg.clip_grad`` (if set) and step. Returns ``(lr, idx, out, values)`` with
-    ``values`` the rank-averaged ``terms`` as floats.
+    ranks (the first entry is the loss) and hand them to ``log`` (which raises :class:`NonFiniteLossError` when its
+    check is due and a loss since the last check was not finite, see :class:`_LossLog`); zero the gradients,
+    backward (through ``scaler`` when given), clip the gradient norm of ``params_of.parameters()`` to
+    ``cfg.clip_grad`` (if set) and step. Returns ``(lr, idx, out, terms)`` with ``terms`` the rank-averaged terms
+    (a device tensor: no host sync here).
     """
     lr = lr_at(epoch + it / iters, lr=peak, min_lr=cfg.min_lr, warmup_epochs=cfg.warmup_epochs, epochs=cfg.epochs)
     for g in opt.param_groups:
@@ -118,8 +184,8 @@ def _optimizer_step(*, rt: _Runtime, cfg, opt: torch.optim.Optimizer, scaler, pa
     with rt.autocast():
         out = forward(x)
     loss, terms = loss_terms(out, idx)
-    values = (rt.all_reduce_sum(terms) / rt.world).tolist()
-    _check_loss(values, epoch=epoch, epochs=cfg.epochs, it=it, iters=iters, lr=lr)
+    terms = rt.all_reduce_sum(terms) / rt.world
+    log.add(terms, epoch=epoch, it=it, lr=lr)
     opt.zero_grad(set_to_none=True)
     if scaler is not None:
         scaler.scale(loss).backward()
@@ -133,7 +199,12 @@ def _optimizer_step(*, rt: _Runtime, cfg, opt: torch.optim.Optimizer, scaler, pa
         if cfg.clip_grad is not None:
             torch.nn.utils.clip_grad_norm_(params_of.parameters(), cfg.clip_grad)
         opt.step()
-    return lr, idx, out, values
+    return lr, idx, out, terms
+
+
+def _dry_steps(budget: int | None, start_iter: int, iters: int) -> int:
+    """The iteration to stop before: ``iters``, or in a dry run ``start_iter + budget`` (the steps left)."""
+    return iters if budget is None else min(iters, start_iter + max(budget, 0))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -203,6 +274,7 @@ class _Run:
     probe_counts: torch.Tensor | None = None
     net: nn.Module | None = None
     hnet: nn.Module | None = None
+    budget: int | None = None  # dry run: optimiser steps left in this run (None: no cap)
 
     @property
     def global_batch(self) -> int:
@@ -235,29 +307,32 @@ def _run_epoch(run: _Run, epoch: int, start_iter: int, partial: dict | None, bar
     cfg, rt, iters = run.cfg, run.rt, run.iters
     perm = _epoch_permutation(cfg.seed, epoch, run.images.shape[0]).to(rt.device)
     acc = _Acc(partial)
+    log = _LossLog(rt.device, (acc.loss, acc.rec, acc.unif), _log_every(cfg, rt), epochs=cfg.epochs, iters=iters)
     if not start_iter:
         run.probe_counts = torch.zeros(2, dtype=torch.float64, device=rt.device)
+    stop = _dry_steps(run.budget, start_iter, iters)
     t0 = time.perf_counter()
-    for it in range(start_iter, iters):
-        lr, idx, out, values = _optimizer_step(
+    for it in range(start_iter, stop):
+        lr, idx, out, _ = _optimizer_step(
             rt=rt, cfg=cfg, opt=run.opt, scaler=run.scaler, params_of=run.base, peak=run.peak, epoch=epoch, it=it,
             iters=iters, images=run.images, perm=perm, aug_gen=run.aug_gen, forward=run.forward,
-            loss_terms=run.loss_terms)
+            loss_terms=run.loss_terms, log=log)
         if run.hnet is not None:
             _probe_step(run, lr, idx, out)
-        acc.loss += values[0]
-        acc.rec += values[1]
-        acc.unif += values[2]
         acc.lr += lr
         acc.steps += 1
         bar.update(1)
         step = epoch * iters + it + 1
         if (run.ckpt is not None and cfg.checkpoint_every_iters and step % cfg.checkpoint_every_iters == 0
-                and it + 1 < iters):
+                and it + 1 < iters and run.budget is None):
+            acc.loss, acc.rec, acc.unif = log.check()
             acc.seconds += time.perf_counter() - t0
             _save(run, epoch, it + 1, acc)
             t0 = time.perf_counter()
+    acc.loss, acc.rec, acc.unif = log.check()
     acc.seconds += time.perf_counter() - t0
+    if run.budget is not None:
+        run.budget -= stop - start_iter
     _end_epoch(run, epoch + 1, acc, bar)
 
 
@@ -276,15 +351,17 @@ def _end_epoch(run: _Run, done: int, acc: _Acc, bar) -> None:
                        run.eval_labels, cfg.eval_batch_size, rt)
         base.train()
         head.train()
-    rec = {"epoch": done, "loss": acc.loss / acc.steps, "loss_rec": acc.rec / acc.steps,
-           "loss_unif": acc.unif / acc.steps, "lr": acc.lr / acc.steps, "online_acc": online,
+    steps = acc.steps or float("nan")  # 0 only in a dry run's step-less epochs: NaN means, not a division error
+    done_iters = run.iters if run.budget is None else acc.steps
+    rec = {"epoch": done, "loss": acc.loss / steps, "loss_rec": acc.rec / steps,
+           "loss_unif": acc.unif / steps, "lr": acc.lr / steps, "online_acc": online,
            "eval_online_acc": ev, "seconds": acc.seconds,
-           "images_per_s": run.iters * run.global_batch / acc.seconds if acc.seconds > 0 else float("nan")}
+           "images_per_s": done_iters * run.global_batch / acc.seconds if acc.seconds > 0 else float("nan")}
     run.history.append(rec)
     bar.set_postfix(epoch=done, loss=f"{rec['loss']:.4f}", refresh=False)
     for cb in run.callbacks:
         cb(done, base)
     if done in cfg.snapshot_epochs:
         run.snapshots[done] = _state_cpu(base)
-    if run.ckpt is not None and (done % cfg.checkpoint_every == 0 or done == cfg.epochs):
+    if run.ckpt is not None and (done == cfg.epochs or (done % cfg.checkpoint_every == 0 and run.budget is None)):
         _save(run, done, 0, None)

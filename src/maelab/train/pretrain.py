@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.nn as nn
 
-from .._util import pbar, seed_everything
+from .._util import dry_run_limits, pbar, seed_everything
 from .._validate import ParameterError, is_bool
 from .checkpoint import _fingerprint, _resume, load_checkpoint
 from .config import TrainConfig
@@ -107,8 +107,9 @@ def _setup(model: nn.Module, data, cfg: TrainConfig, *, eval_data, checkpoint_di
     base.train()
     seed_everything(_derive_seed(cfg.seed, _GLOBAL, rt.rank))
     head = _probe_for(base, data, images, labels, cfg, rt) if use_probe else None
-    opt = torch.optim.AdamW(param_groups(base, cfg.weight_decay), lr=peak, betas=cfg.betas)
-    popt = torch.optim.AdamW(param_groups(head, cfg.weight_decay), lr=probe_peak, betas=cfg.betas) if head else None
+    opt = rt.adamw(param_groups(base, cfg.weight_decay), lr=peak, betas=cfg.betas)
+    popt = rt.adamw(param_groups(head, cfg.weight_decay), lr=probe_peak, betas=cfg.betas) if head else None
+    dry = dry_run_limits()
     return _Run(
         cfg=cfg, rt=rt, base=base, head=head, opt=opt, popt=popt,
         scaler=torch.amp.GradScaler("cuda") if rt.amp_dtype == torch.float16 else None,
@@ -117,7 +118,8 @@ def _setup(model: nn.Module, data, cfg: TrainConfig, *, eval_data, checkpoint_di
         images=images, labels=labels, eval_images=eval_images, eval_labels=eval_labels, iters=iters, peak=peak,
         probe_peak=probe_peak, ckpt=Path(checkpoint_dir) / "last.pt" if checkpoint_dir is not None else None,
         fingerprint=_fingerprint(images), callbacks=tuple(callbacks),
-        probe_counts=torch.zeros(2, dtype=torch.float64, device=rt.device))
+        probe_counts=torch.zeros(2, dtype=torch.float64, device=rt.device),
+        budget=dry.train_steps if dry is not None else None)
 
 
 def train(model: nn.Module, data, config: TrainConfig | None = None, *, eval_data=None,
@@ -167,7 +169,7 @@ def train(model: nn.Module, data, config: TrainConfig | None = None, *, eval_dat
             cb(0, run.base)
         if 0 in cfg.snapshot_epochs:
             run.snapshots[0] = _state_cpu(run.base)
-    run.net = run.rt.wrap(run.base, cfg.find_unused_parameters)
+    run.net = run.rt.wrap(torch.compile(run.base) if cfg.compile else run.base, cfg.find_unused_parameters)
     run.hnet = run.rt.wrap(run.head) if run.head is not None else None
 
     total = cfg.epochs * run.iters

@@ -141,6 +141,10 @@ class BisulcoJacobiansSettings(NotebookSettings):
     (+ m = 0, the AE) with ``patch_size``, and at every patch size in ``patch_sizes`` with ``mask_ratio`` (the main
     model, snapshots at ``snapshot_epochs``); ``n_images`` test crops x ``n_pixels`` masked output pixels per model;
     ``q``: mass fraction.
+
+    gpu: the "small" MAE, 40 epochs on 16,000 crops, 3 training seeds: 16 min predicted on one H100 for the 9
+    (mask, patch) models x 3 seeds by the cost model (``python -m maelab.book plan --profile gpu``; the Jacobians
+    and the linear part are not modelled).
     """
 
     SMOKE = {"lin_size": 16, "lin_n": 300, "lin_patch_sizes": [4, 8], "lin_mask_ratios": [0.3, 0.8],
@@ -148,8 +152,8 @@ class BisulcoJacobiansSettings(NotebookSettings):
              "rank_fracs": [0.25, 1.0], "img_size": 32, "n_train": 128, "epochs": 1, "blr": 1.5e-3,
              "warmup_epochs": 0.5, "mask_ratios": [0.3], "patch_sizes": [4, 8], "snapshot_epochs": [0, 1],
              "n_images": 8, "n_pixels": 2}
-    GPU = {"lin_n": 8000, "model_size": "small", "n_train": 8000, "epochs": 15, "batch_size": 128, "blr": 3e-3,
-           "snapshot_epochs": [0, 1, 2, 4, 8, 15], "n_images": 256, "n_pixels": 8, "seeds": [0, 1, 2]}
+    GPU = {"lin_n": 8000, "model_size": "small", "n_train": 16000, "epochs": 40, "batch_size": 128, "blr": 3e-3,
+           "snapshot_epochs": [0, 1, 2, 4, 8, 16, 40], "n_images": 256, "n_pixels": 8, "seeds": [0, 1, 2]}
 
     lin_size: int = setting(24, "linear part: crop side in pixels", is_int(4))
     lin_n: int = setting(3000, "linear part: crops per data seed", is_int(2))
@@ -208,14 +212,18 @@ class BisulcoSweepsSettings(NotebookSettings):
     ``key_decoder_depth``), which also keeps snapshots (probe vs epoch) and is fine-tuned (seeds[0] only).
     ``cost_*``: per-step timing. cpu cost estimate: FLOPs per step relative to micro's default (1,500 img/s on 2
     idle cores) -> ~9-10 min.
+
+    gpu: the "small" MAE (128-d), encoder depths up to 12, 40 epochs on 8,000 images: 17 min predicted on one H100
+    for the 26 runs by the cost model (``python -m maelab.book plan --profile gpu``; timings, snapshot probes and
+    CKA not modelled).
     """
 
     SMOKE = {"n_train": 128, "n_test": 64, "epochs": 1, "encoder_depths": [1, 2], "decoder_depths": [1, 2],
              "grid_depth": 1, "mask_ratios": [0.75, 0.9], "patch_sizes": [4, 8], "seeds": [0, 1],
              "snapshot_epochs": [0], "finetune_epochs": 1, "cost_batch": 16, "cost_reps": 1, "cka_images": 64}
-    GPU = {"n_train": 8000, "n_test": 2000, "size": "small", "epochs": 20, "batch_size": 128, "blr": 1.5e-3,
+    GPU = {"n_train": 8000, "n_test": 2000, "size": "small", "epochs": 40, "batch_size": 128, "blr": 1.5e-3,
            "encoder_depths": [1, 2, 4, 8, 12], "key_decoder_depth": 4, "grid_depth": 4, "grid_decoder_depth": 4,
-           "snapshot_epochs": [5, 10, 20], "finetune_epochs": 10, "cost_batch": 128, "cost_reps": 10,
+           "snapshot_epochs": [5, 10, 20, 40], "finetune_epochs": 10, "cost_batch": 128, "cost_reps": 10,
            "cka_images": 2000}
 
     dataset: str = setting("mnist10k", "dataset of every run", is_choice("mnist10k", "shapes"))

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from maelab import evaluate, experiments, metrics
-from maelab._util import resolve_device
+from maelab._util import dry_run_limits, resolve_device
 from maelab._validate import ParameterError, one_of, positive_int
 
 __all__ = ["step_cost", "snapshot_probe_accuracy", "layer_features", "cka_matrix", "evaluate_specs"]
@@ -54,6 +54,8 @@ def step_cost(spec: experiments.PretrainSpec, *, batch_size: int | None = None, 
     batch_size = positive_int("batch_size", spec.batch_size if batch_size is None else batch_size)
     positive_int("reps", reps)
     positive_int("warmup", warmup, minimum=0)
+    if dry_run_limits() is not None:  # dry run: one timed step
+        reps, warmup = 1, 0
     model = experiments.build_model(spec).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     g = torch.Generator().manual_seed(spec.seed)
@@ -88,6 +90,9 @@ def layer_features(model, images: torch.Tensor, *, pool: str = "mean", batch_siz
     positive_int("batch_size", batch_size)
     if not isinstance(images, torch.Tensor) or images.ndim != 4:
         raise ParameterError("images", "a (N, C, H, W) tensor", tuple(getattr(images, "shape", ())))
+    dry = dry_run_limits()
+    if dry is not None:  # dry run: a few images
+        images = images[:dry.eval_images]
     was_training = model.training
     model.eval()
     dev = next(model.parameters()).device

@@ -49,6 +49,7 @@ import numpy as np
 import torch
 
 from maelab import masking
+from maelab._util import dry_run_limits
 from maelab._validate import ParameterError, in_range, positive_int
 
 # ----------------------------------------------------------------------------------------------- Fig. 2b/c
@@ -187,6 +188,9 @@ def distance_curves(tokens: torch.Tensor, labels: torch.Tensor, mask_ratios, *, 
         (mean over pairs and mask draws) -- and ``pairs_intra`` / ``pairs_inter`` (the index pairs used).
     """
     positive_int("n_mask_draws", n_mask_draws)
+    dry = dry_run_limits()
+    if dry is not None:  # dry run: a few Monte-Carlo samples
+        n_pairs, n_mask_draws = min(n_pairs, dry.mc_samples), min(n_mask_draws, 2)
     ratios = [in_range(f"mask_ratios[{i}]", r, 0.0, 1.0, high_open=True) for i, r in enumerate(mask_ratios)]
     for name, opt in readings.items():
         _check_pairs_fill(opt.get("pairs", "all"), opt.get("fill"))
@@ -436,6 +440,9 @@ def fit_collapsed_decoder(model, train_images: torch.Tensor, test_images: torch.
     positive_int("steps", steps)
     positive_int("batch_size", batch_size)
     in_range("lr", lr, 0.0, low_open=True)
+    dry = dry_run_limits()
+    if dry is not None:  # dry run: a couple of steps, a few test images
+        steps, test_images = min(steps, dry.train_steps), test_images[:dry.eval_images]
     torch.manual_seed(seed)
     dev = next(model.parameters()).device
     n_keep = masking.num_keep(model.num_patches, mask_ratio)

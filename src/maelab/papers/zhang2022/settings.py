@@ -24,6 +24,10 @@ class ZhangMaskGraphSettings(NotebookSettings):
     ``graph_side`` x ``graph_side`` images over 3 symbols (``graph_noise``, ``graph_texture``), residual sums for
     ``ks``, the claim at ``claim_k``. Theorem 3.6: a micro MAE on mnist10k, collapsed decoders trained
     ``collapse_steps`` steps per (mask ratio, seed), a normal MAE ``mae_epochs`` epochs.
+
+    gpu: the trained parts (collapsed decoders, the micro MAE) are 7 min on one H100 by the cost model
+    (``python -m maelab.book plan --profile gpu``: 4,000 steps x 4 mask ratios x 5 seeds, MAE 200 epochs); Fig.
+    2b/c and the exact graphs are numpy on the CPU (not modelled).
     """
 
     SMOKE = {"n_images": 200, "mask_ratios": [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.95], "n_pairs": 20,
@@ -32,8 +36,8 @@ class ZhangMaskGraphSettings(NotebookSettings):
              "collapse_seeds": [0, 1], "mae_epochs": 1}
     GPU = {"n_images": 8000, "mask_ratios": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
            "n_pairs": 2000, "n_mask_draws": 16, "seeds": list(range(10)), "collapse_n_train": 8000,
-           "collapse_n_test": 2000, "collapse_steps": 2000, "collapse_mask_ratios": [0.25, 0.5, 0.75, 0.9],
-           "collapse_seeds": [0, 1, 2, 3, 4], "mae_epochs": 100}
+           "collapse_n_test": 2000, "collapse_steps": 4000, "collapse_mask_ratios": [0.25, 0.5, 0.75, 0.9],
+           "collapse_seeds": [0, 1, 2, 3, 4], "mae_epochs": 200}
 
     datasets: tuple = setting(["mnist10k", "shapes"], "datasets of Fig. 2b/c (cifar10 is added when data_root is set)",
                               is_list(is_choice("mnist10k", "shapes")))
@@ -85,8 +89,11 @@ class ZhangUMAESettings(NotebookSettings):
     Measured: 34 min on 2 cores with a small second job for the first minutes (estimate idle: ~29 min; micro MAE
     ~1,800 img/s, fine-tuning ~1,250 img/s).
 
-    gpu: ViT-Tiny (192-d, 12 layers, 4-layer 192-d decoder) with patch 4 instead of the paper's 2, sized by
-    scaling CPU cost (never run: no session has had a GPU yet).
+    gpu: ViT-Tiny (192-d, 12 layers, 4-layer 192-d decoder) with patch 4 instead of the paper's 2, 80 epochs on
+    8,000 images, 5 seeds. Sized with the cost model (``python -m maelab.book plan --profile gpu``): 16 min predicted
+    on one H100 (24 min with CIFAR-10 via data_root); the paper's patch 2 (256 tokens) would cost ~4x, i.e. 65 min
+    at these epochs and seeds, or 22 min at 40 epochs and 3 seeds (33 with CIFAR-10, over the 30-min budget). Never
+    run on a GPU yet; the dry run (``book run --profile gpu --dry-run``) checks that it runs.
 
     smoke: one seed, so the paired claims are inconclusive ("needs >= 2 paired samples"): the pipeline only.
     """
@@ -94,9 +101,9 @@ class ZhangUMAESettings(NotebookSettings):
     SMOKE = {"n_train": 128, "n_test": 64, "epochs": 2, "batch_size": 64, "blr": 2e-3, "warmup_epochs": 1,
              "seeds": [0], "finetune_epochs": 1, "finetune_blr": 1e-3, "rank_epochs": [0, 1, 2], "tsne_n": 64,
              "tsne_iter": 250, "probe_cs": [0.1]}
-    GPU = {"size": "vit_tiny", "model_overrides": {"patch_size": 4}, "n_train": 8000, "n_test": 2000, "epochs": 40,
-           "batch_size": 256, "blr": 1.5e-3, "warmup_epochs": 4, "finetune_epochs": 5, "finetune_blr": 1e-3,
-           "rank_epochs": [0, 5, 10, 20, 30, 40], "tsne_n": 1000, "tsne_iter": 1000}
+    GPU = {"size": "vit_tiny", "model_overrides": {"patch_size": 4}, "n_train": 8000, "n_test": 2000, "epochs": 80,
+           "batch_size": 256, "blr": 1.5e-3, "warmup_epochs": 8, "seeds": [0, 1, 2, 3, 4], "finetune_epochs": 5,
+           "finetune_blr": 1e-3, "rank_epochs": [0, 10, 20, 40, 60, 80], "tsne_n": 1000, "tsne_iter": 1000}
 
     datasets: tuple = setting(["shapes", "mnist10k"], "datasets of the comparison (cifar10 added with data_root)",
                               is_list(is_choice("shapes", "mnist10k")))
@@ -137,14 +144,16 @@ class ZhangAblationsSettings(NotebookSettings):
 
     cpu: the recipe of zhang_umae's shapes runs (blr: peak lr = blr * batch / 256); 24 micro runs, ~28 min on 2
     idle cores (measured: MAE and SimMIM ~1,600-1,800 img/s, mask 0 ~1,050 img/s).
-    gpu: "small" (128-d, 4 layers), sized by scaling the CPU cost (never run).
+    gpu: the U-MAE paper's CIFAR-10 ViT-Tiny (192-d, 12 layers, patch 2: 256 tokens), 30 epochs on 10,000 images,
+    3 seeds: 19 min predicted on one H100 by the cost model (``python -m maelab.book plan --profile gpu``; 60 epochs
+    and 5 seeds would be 63 min). Never run on a GPU yet; the dry run checks that it runs.
     smoke: one seed, so the paired claims are inconclusive: the pipeline only.
     """
 
     SMOKE = {"n_train": 128, "n_test": 64, "epochs": 1, "batch_size": 64, "blr": 2e-3, "warmup_epochs": 1,
              "seeds": [0], "lams": [0.0, 0.01, 1.0]}
-    GPU = {"size": "small", "n_train": 10000, "n_test": 2000, "epochs": 30, "batch_size": 256, "blr": 1.5e-3,
-           "warmup_epochs": 3, "seeds": [0, 1, 2, 3]}
+    GPU = {"size": "vit_tiny", "n_train": 10000, "n_test": 2000, "epochs": 30, "batch_size": 256, "blr": 1.5e-3,
+           "warmup_epochs": 3, "seeds": [0, 1, 2]}
 
     dataset: str = setting("shapes", "dataset of every run", is_choice("shapes", "mnist10k"))
     size: str = setting("micro", "model size (maelab.models.SIZES)", is_str())

@@ -1,0 +1,91 @@
+"""The gpu profile without a GPU: every notebook's dry run (the gpu settings' exact models, data and code paths, two
+optimiser steps per training run, a few images per evaluation; issue 13), a broken gpu setting failing it in one
+line, and ``profile="gpu"`` refused on a machine without CUDA."""
+import os
+
+import nbformat
+import pytest
+import torch
+
+from maelab import book, store
+from maelab._util import DRY_RUN_ENV, dry_run_limits
+
+ROOT = store.repo_root()
+
+
+def _snapshot(folder):
+    return {str(p): p.stat().st_mtime_ns for p in folder.rglob("*")} if folder.exists() else {}
+
+
+@pytest.mark.book
+def test_gpu_dry_run_of_every_notebook(tmp_path, capsys):
+    guarded = [ROOT / "data" / "results", ROOT / ".cache" / "results-smoke", ROOT / ".cache" / "checkpoints"]
+    before = [_snapshot(f) for f in guarded]
+    rc = book.main(["run", "--profile", "gpu", "--dry-run", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert [_snapshot(f) for f in guarded] == before, "a dry run wrote into the results or checkpoint caches"
+    assert os.environ.get(DRY_RUN_ENV) is None and dry_run_limits() is None  # environment restored
+    executed = {p.stem for p in tmp_path.glob("*.ipynb")}
+    assert executed == {p.stem for p in (ROOT / "notebooks").glob("*.md")}
+    for name in executed - set(book.LAST):
+        nb = nbformat.read(tmp_path / f"{name}.ipynb", as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert 'profile = "gpu"' in code[1].source, name
+        text = "".join(o.get("text", "") for c in code for o in c.get("outputs", []))
+        assert "DRY RUN" in text, f"{name}: the page does not say it is a dry run"
+
+
+@pytest.mark.book
+def test_broken_gpu_setting_fails_the_dry_run_in_one_line(capsys, monkeypatch, tmp_path):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the failed run's kept temp folder lands here
+    # patch 5 does not divide the 28- and 32-pixel images of Fig. 2b/c: no settings check catches it, the dry run does
+    rc = book.main(["run", "--profile", "gpu", "--dry-run", "--only", "zhang_mask_graph", "-p", "patch_size=5"])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error:")]
+    assert rc == 1 and len(err) == 1
+    assert "zhang_mask_graph" in err[0] and "patch_size must be a positive divisor" in err[0], err[0]
+
+
+def test_gpu_profile_without_cuda_is_refused_with_the_prediction(monkeypatch, capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    monkeypatch.setattr(book, "predicted_minutes", lambda profile, notebooks=None, calibration=None:
+                        {nb: (2.0, 120.0) for nb in notebooks})
+    rc = book.main(["run", "--profile", "gpu", "--only", "zhang_umae"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1
+    line = err[0]
+    assert "CUDA" in line and "120 min on this CPU" in line and "--force-cpu" in line and "--dry-run" in line
+
+
+def test_dry_run_refuses_results_dir(tmp_path, capsys):
+    rc = book.main(["run", "--profile", "gpu", "--dry-run", "--results-dir", str(tmp_path)])
+    assert rc == 1 and "--dry-run" in capsys.readouterr().err
+
+
+def test_device_cuda_without_cuda_fails_in_one_line():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(Exception, match=r"^device must be 'auto' or 'cpu' on a machine without CUDA; got 'cuda'$"):
+        book.setup("masking", profile="cpu", device="cuda")
+
+
+@pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
+def test_committed_plan_tables_match_todays_settings(profile):
+    """book/rerun.md shows data/results/plan/notebooks.<profile>: written from today's settings of every notebook
+    (else run `python -m maelab.book plan --profile P --write`), one row per notebook, H100 minutes within budget."""
+    from maelab import profiles
+
+    rec = store.load(book.PLAN_NOTEBOOK, "notebooks", profile, root=ROOT / "data" / "results")
+    assert rec is not None, f"no plan table for {profile}: run python -m maelab.book plan --profile {profile} --write"
+    listed = rec.provenance["config"]["notebook_settings"]
+    for nb, values in listed.items():
+        assert values == store._canonical(profiles.settings(nb, profile).as_dict()), \
+            f"{nb}'s {profile} settings changed since the plan table was written"
+    table = rec["table"]
+    assert set(table.notebook) == {n for n in book.notebooks_in_order() if n not in book.LAST}
+    if profile == "gpu":
+        h100 = [float(m) for m in table["H100 min"] if m != "negligible"]
+        assert all(m <= 30 for m in h100) and sum(h100) <= 240, h100
