@@ -7,11 +7,11 @@ STAMP   := $(VENV)/.maelab-installed
 PROFILE ?= auto
 PYTEST_ARGS ?=
 
-.PHONY: book test venv notebooks html chromium mathjax clean help
+.PHONY: book test lint venv notebooks html chromium mathjax clean help
 
 help:
 	@echo "make book   - set up .venv, execute every notebook (papermill), build _build/html"
-	@echo "make test   - set up .venv, run the library tests, smoke-execute every notebook, strict book build"
+	@echo "make test   - set up .venv, ruff lint + format check, the library tests, smoke-execute every notebook, strict book build"
 	@echo "              PROFILE=auto|smoke|cpu|gpu (book), PYTEST_ARGS='-k store' (test)"
 
 # The virtualenv is created once and reused; it is rebuilt only when the pins change.
@@ -38,7 +38,13 @@ chromium:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
-test: venv chromium
+# ruff (pinned in requirements.lock): lint and format check of the Python sources
+LINTED := src tests benchmarks scripts
+lint: venv
+	$(PY) -m ruff check $(LINTED)
+	$(PY) -m ruff format --check $(LINTED)
+
+test: venv chromium lint
 	MAELAB_PROGRESS=0 $(PY) -m pytest $(PYTEST_ARGS)
 
 mathjax:
