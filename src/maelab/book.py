@@ -494,7 +494,8 @@ def claim_sections(notebook: str, root: Path | None = None) -> dict[str, tuple[s
     root = root or store.repo_root()
     src = root / "notebooks" / f"{notebook}.md"
     if not src.exists():
-        raise ParameterError("notebook", "one of " + ", ".join(notebooks_in_order(root)), notebook)
+        raise ParameterError("notebook", "one of " + ", ".join(sorted(p.stem for p in src.parent.glob("*.md"))),
+                             notebook)
     ids = [c.id for c in claims_mod.REGISTRY.values() if c.notebook == notebook]
     heading, out = None, {}
     for cell in jupytext.read(src).cells:
