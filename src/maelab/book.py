@@ -1,9 +1,11 @@
-"""The book: notebook context, papermill runner, Jupyter Book build, scoreboard.
+"""The book: notebook context, papermill runner, Jupyter Book build, findings boxes and the scoreboard.
 
 In a notebook::
 
     # parameters cell (tagged "parameters"; papermill may inject others)
     profile, seed, device, recompute, progress = "cpu", 0, "auto", False, None
+    # next cell (input removed): the page's findings box from its stored claims record, redrawn by ctx.finish()
+    from maelab import book; book.show_findings("masking", profile)
     # next cell
     ctx = maelab.book.setup("masking", profile=profile, seed=seed, device=device, recompute=recompute,
                             progress=progress)          # validates; one-line error for a bad value
@@ -189,7 +191,7 @@ def setup(notebook: str, *, profile: str, seed: int = 0, device: str = "auto", r
 
 
 def format_value(ev: claims_mod.Evidence) -> str:
-    """Our value in words: ``mean ± s.e. (n=...)`` over seeds, a series ``[y1, y2, ...] (±max s.e.)``, or the value."""
+    """Our value in words: ``mean ± s.e. (n=...)`` over seeds, a series ``[y1, ...] (±max s.e.)``, or the value."""
     if ev.y is not None:
         pts = ", ".join(f"{y:.3g}" for y in ev.y)
         return f"[{pts}]" + (f" (±{max(ev.y_err):.2g} s.e.)" if ev.y_err else "")
@@ -549,7 +551,8 @@ def _findings_box(board, *, title: str, note: str, links: dict[str, str]) -> str
             "<col style=\"width:17%\"><col style=\"width:16%\"></colgroup><thead><tr><th>claim</th><th>where</th>"
             "<th>paper</th><th>ours</th><th>verdict</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
             ) if rows else ""
-    return (f'{_CSS}<div class="maelab-findings"><p><b>{esc(title)}</b> · {_counts_line(board) if rows else "no claims"}'
+    counts = _counts_line(board) if rows else "no claims"
+    return (f'{_CSS}<div class="maelab-findings"><p><b>{esc(title)}</b> · {counts}'
             f'</p>{body}<p class="maelab-note">{esc(note)}</p></div>')
 
 
@@ -652,7 +655,8 @@ def findings_summary(board=None, *, link_base: str = ""):
     head = "".join(f"<th>{verdict_badge(v)}</th>" for v in VERDICT_ORDER)
     rows = "".join(
         f'<tr><td><a href="{html.escape(link_base)}#scoreboard-{p}">{html.escape(paper_label(p))}</a></td>'
-        + "".join(f"<td>{int(counts.loc[p, v])}</td>" for v in VERDICT_ORDER) + f"<td>{int(counts.loc[p].sum())}</td></tr>"
+        + "".join(f"<td>{int(counts.loc[p, v])}</td>" for v in VERDICT_ORDER)
+        + f"<td>{int(counts.loc[p].sum())}</td></tr>"
         for p in counts.index)
     total = "".join(f"<td><b>{int(counts[v].sum())}</b></td>" for v in VERDICT_ORDER)
     table = (f"<table><thead><tr><th>paper</th>{head}<th>claims</th></tr></thead><tbody>{rows}"
