@@ -281,3 +281,26 @@ def test_every_notebook_with_claims_opens_with_its_findings_cell():
         assert f'book.show_findings("{name}", profile)' in code[1].source, name
         assert "remove-input" in code[1].metadata.get("tags", []), name
         assert any("ctx.finish()" in c.source for c in code[2:]), name
+
+
+def test_pages_pasting_the_scoreboard_depend_on_it():
+    """The landing page and the overviews paste glue from the scoreboard; the book's Sphinx extension notes the
+    scoreboard as their dependency, so an incremental build re-reads them when the scoreboard changes."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    from docutils.utils import new_document
+    from myst_nb.ext.glue.utils import PendingGlueReference
+
+    from maelab import store
+
+    spec = importlib.util.spec_from_file_location("maelab_html", store.repo_root() / "book" / "_ext" / "maelab_html.py")
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    noted = []
+    env = SimpleNamespace(docname="book/intro", doc2path=lambda d: f"/src/{d}.ipynb", note_dependency=noted.append)
+    doc = new_document("intro")
+    doc += PendingGlueReference(refdoc="notebooks/scoreboard", key="n_claims")
+    doc += PendingGlueReference(refdoc="book/intro", key="local")  # a page's own glue: no dependency
+    ext._note_glue_sources(SimpleNamespace(env=env), doc)
+    assert noted == ["/src/notebooks/scoreboard.ipynb"]
