@@ -304,3 +304,11 @@ def test_pages_pasting_the_scoreboard_depend_on_it():
     doc += PendingGlueReference(refdoc="book/intro", key="local")  # a page's own glue: no dependency
     ext._note_glue_sources(SimpleNamespace(env=env), doc)
     assert noted == ["/src/notebooks/scoreboard.ipynb"]
+
+
+def test_only_pages_of_the_book_are_linked(tmp_path):
+    (tmp_path / "_toc.yml").write_text("parts:\n  - chapters:\n      - file: notebooks/masking\n"
+                                       "        sections:\n          - file: notebooks/zhang_umae\n"
+                                       "# - file: notebooks/kong_theory\n")
+    assert book._in_toc("masking", tmp_path) and book._in_toc("zhang_umae", tmp_path)
+    assert not book._in_toc("kong_theory", tmp_path) and not book._in_toc("zhang", tmp_path)

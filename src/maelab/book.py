@@ -514,10 +514,21 @@ def claim_sections(notebook: str, root: Path | None = None) -> dict[str, tuple[s
     return out
 
 
+def _in_toc(notebook: str, root: Path | None = None) -> bool:
+    """Whether notebooks/NOTEBOOK is a page of the book (listed in _toc.yml; the book builds only listed files)."""
+    import re
+
+    toc = ((root or store.repo_root()) / "_toc.yml").read_text()
+    return re.search(rf"^\s*-?\s*file:\s*notebooks/{re.escape(notebook)}\s*$", toc, flags=re.M) is not None
+
+
 def _claim_links(board, link_base: str, same_page: bool = False) -> dict[str, str]:
-    """Claim id -> URL of the page (and section) that measured it, relative to the page showing the link."""
+    """Claim id -> URL of the page (and section) that measured it, relative to the page showing the link; claims
+    of a notebook that is not a page of the book (not in _toc.yml, or not written yet) get no link."""
     links: dict[str, str] = {}
     for nb in dict.fromkeys(board["notebook"]) if len(board) else ():
+        if not same_page and not _in_toc(nb):
+            continue
         try:
             sections = claim_sections(nb)
         except ParameterError:  # a claim of a notebook that does not exist (yet): no link
