@@ -408,7 +408,8 @@ div.maelab-board tr.maelab-detail td{font-size:.85em;color:#57606a;border-bottom
 div.maelab-board tr.maelab-detail dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:0 .8em;
  margin:.2em 0}
 div.maelab-board tr.maelab-detail dd{margin:0}
-span.maelab-badge{display:inline-block;padding:0 .5em;border-radius:.7em;font-size:.85em;font-weight:600}
+span.maelab-badge{display:inline-block;padding:0 .5em;border-radius:.7em;font-size:.85em;font-weight:600;
+ overflow-wrap:normal;word-break:normal}
 p.maelab-note{color:#57606a;font-size:.85em}
 </style>"""
 
@@ -670,7 +671,9 @@ def findings_summary(board=None, *, link_base: str = ""):
         + f"<td>{int(counts.loc[p].sum())}</td></tr>"
         for p in counts.index)
     total = "".join(f"<td><b>{int(counts[v].sum())}</b></td>" for v in VERDICT_ORDER)
-    table = (f"<table><thead><tr><th>paper</th>{head}<th>claims</th></tr></thead><tbody>{rows}"
+    cols = '<col style="width:28%">' + '<col style="width:12.5%">' * len(VERDICT_ORDER) + '<col style="width:9.5%">'
+    table = (f"<table><colgroup>{cols}</colgroup><thead><tr><th>paper</th>{head}<th>claims</th></tr></thead>"
+             f"<tbody>{rows}"
              f"<tr><td><b>all</b></td>{total}<td><b>{len(board)}</b></td></tr></tbody></table>")
     return HTML(f'{_CSS}<div class="maelab-findings"><p><b>What the book found</b> · {_counts_line(board)}</p>'
                 f'{table}<p class="maelab-note">Verdicts computed by <code>maelab.claims</code> from the stored claims '
