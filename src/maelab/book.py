@@ -559,8 +559,8 @@ def _findings_box(board, *, title: str, note: str, links: dict[str, str]) -> str
             claim = f'<a href="{esc(links[d["id"]])}">{claim}</a>'
         rows.append(f"<tr><td>{claim}</td><td>{esc(str(d['where']))}</td><td>{esc(str(d[PAPER_VALUE]))}</td>"
                     f"<td>{esc(str(d['ours']))}</td><td>{verdict_badge(d['verdict'])}</td></tr>")
-    body = ("<table><colgroup><col style=\"width:37%\"><col style=\"width:13%\"><col style=\"width:17%\">"
-            "<col style=\"width:17%\"><col style=\"width:16%\"></colgroup><thead><tr><th>claim</th><th>where</th>"
+    body = ("<table><colgroup><col style=\"width:35%\"><col style=\"width:13%\"><col style=\"width:17%\">"
+            "<col style=\"width:17%\"><col style=\"width:18%\"></colgroup><thead><tr><th>claim</th><th>where</th>"
             "<th>paper</th><th>ours</th><th>verdict</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
             ) if rows else ""
     counts = _counts_line(board) if rows else "no claims"
@@ -704,7 +704,7 @@ def scoreboard_table(board, paper: str) -> str:
                     f'<td>{esc(r["ours"])}</td><td>{verdict_badge(r["verdict"])}</td></tr>'
                     f'<tr class="maelab-detail"><td colspan="5"><details><summary>criterion, reason, provenance'
                     f"</summary><dl>{detail}</dl></details></td></tr>")
-    cols = "".join(f'<col style="width:{w}%">' for w in (12, 40, 16, 17, 15))
+    cols = "".join(f'<col style="width:{w}%">' for w in (12, 37, 16, 17, 18))  # a badge fits its column
     return (f'{_CSS}<div class="maelab-board"><table class="maelab-scoreboard" id="scoreboard-{paper}">'
             f"<caption>{esc(paper_label(paper))} · {_counts_line(part)}</caption><colgroup>{cols}</colgroup>"
             "<thead><tr><th>where</th><th>claim</th><th>paper</th><th>ours (mean ± s.e., n)</th><th>verdict</th></tr>"
