@@ -671,7 +671,7 @@ def findings_summary(board=None, *, link_base: str = ""):
         + f"<td>{int(counts.loc[p].sum())}</td></tr>"
         for p in counts.index)
     total = "".join(f"<td><b>{int(counts[v].sum())}</b></td>" for v in VERDICT_ORDER)
-    cols = '<col style="width:28%">' + '<col style="width:12.5%">' * len(VERDICT_ORDER) + '<col style="width:9.5%">'
+    cols = '<col style="width:26%">' + '<col style="width:12.5%">' * len(VERDICT_ORDER) + '<col style="width:11.5%">'
     table = (f"<table><colgroup>{cols}</colgroup><thead><tr><th>paper</th>{head}<th>claims</th></tr></thead>"
              f"<tbody>{rows}"
              f"<tr><td><b>all</b></td>{total}<td><b>{len(board)}</b></td></tr></tbody></table>")
