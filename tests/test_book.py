@@ -1,6 +1,7 @@
 """The book end to end: every notebook executes with profile=smoke (results in a temp folder only), a bad
 parameter injected through papermill fails with one line, the book builds strictly, and headless Chromium sees
 typeset maths on the built pages."""
+
 import os
 import re
 import shutil
@@ -64,13 +65,22 @@ def test_scoreboard_reads_stored_evidence(smoke_run, monkeypatch):
     assert board.loc["bisulco.eq19_21_sinc", "profile"] == "smoke"
 
 
-@pytest.mark.parametrize("params, cell, expected", [
-    # the profile is first read by the findings cell (the first cell after the parameters)
-    ({"profile": "huge"}, '3 (execution count 3, `from maelab import book; book.show_findings("masking", p...`)',
-     "ParameterError: profile must be one of 'smoke', 'cpu', 'gpu'; got 'huge'"),
-    ({"profile": "smoke", "mask_ratio": 1.5}, "4 (execution count 4, `import numpy as np`)",
-     "ParameterError: mask_ratio must be a number in (0.0, 1.0); got 1.5"),
-])
+@pytest.mark.parametrize(
+    "params, cell, expected",
+    [
+        # the profile is first read by the findings cell (the first cell after the parameters)
+        (
+            {"profile": "huge"},
+            '3 (execution count 3, `from maelab import book; book.show_findings("masking", p...`)',
+            "ParameterError: profile must be one of 'smoke', 'cpu', 'gpu'; got 'huge'",
+        ),
+        (
+            {"profile": "smoke", "mask_ratio": 1.5},
+            "4 (execution count 4, `import numpy as np`)",
+            "ParameterError: mask_ratio must be a number in (0.0, 1.0); got 1.5",
+        ),
+    ],
+)
 def test_bad_parameter_injected_by_papermill_fails_in_one_line(tmp_path, monkeypatch, params, cell, expected):
     monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path / "results"))
     with pytest.raises(book.NotebookFailed) as e:
@@ -113,10 +123,22 @@ def _chromium():
 @pytest.mark.parametrize("page", ["index.html", "notebooks/masking.html"])
 def test_pages_load_and_maths_is_typeset_in_chromium(site, page, tmp_path):
     exe = _chromium()
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--disable-quic", f"--user-data-dir={tmp_path}",
-           "--allow-file-access-from-files", "--virtual-time-budget=15000", "--dump-dom",
-           (site / page).resolve().as_uri()]
+    cmd = [
+        exe,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        f"--user-data-dir={tmp_path}",
+        "--allow-file-access-from-files",
+        "--virtual-time-budget=15000",
+        "--dump-dom",
+        (site / page).resolve().as_uri(),
+    ]
     dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
     assert "<title>" in dom and "maelab" in dom
     n = len(re.findall(r"<mjx-container", dom))

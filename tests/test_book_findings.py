@@ -4,6 +4,7 @@ Expected verdicts are worked out by hand from the registry's criteria (``bisulco
 ``bisulco.eq19_21_sinc`` are ``Below(1e-9)``: 1.24 is not supported, 0.0 is supported); expected counts are
 counted by hand from the fixture rows.
 """
+
 from __future__ import annotations
 
 from html.parser import HTMLParser
@@ -17,8 +18,12 @@ from maelab import book
 from maelab._validate import ParameterError
 from maelab.claims import Evidence
 
-MASKING_IDS = ["bisulco.eq19_21_sinc", "bisulco.eq19_as_printed", "bisulco.fig22_grating_zeros",
-               "bisulco.fig22_smoothing"]
+MASKING_IDS = [
+    "bisulco.eq19_21_sinc",
+    "bisulco.eq19_as_printed",
+    "bisulco.fig22_grating_zeros",
+    "bisulco.fig22_smoothing",
+]
 
 
 class _Table(HTMLParser):
@@ -92,9 +97,12 @@ def test_findings_box_shows_stored_verdicts_with_badges_and_section_links(result
     _store_claims({"bisulco.eq19_as_printed": 1.24, "bisulco.eq19_21_sinc": 0.0}).finish()
     html = book.findings("masking", "cpu")._repr_html_()
     got = _verdicts(html)
-    assert got == {"bisulco.eq19_21_sinc": ("0", "supported"), "bisulco.eq19_as_printed": ("1.24", "not supported"),
-                   "bisulco.fig22_grating_zeros": ("—", "not yet measured"),
-                   "bisulco.fig22_smoothing": ("—", "not yet measured")}
+    assert got == {
+        "bisulco.eq19_21_sinc": ("0", "supported"),
+        "bisulco.eq19_as_printed": ("1.24", "not supported"),
+        "bisulco.fig22_grating_zeros": ("—", "not yet measured"),
+        "bisulco.fig22_smoothing": ("—", "not yet measured"),
+    }
     p = _parse(html)
     # badges carry their verdict's colour; the counts line says 1 supported, 1 not supported, 2 not yet measured
     assert ("not supported", "background:#b84a00;color:#ffffff") in p.badges
@@ -104,7 +112,8 @@ def test_findings_box_shows_stored_verdicts_with_badges_and_section_links(result
     assert "profile cpu" in p.text and "stored claims record" in p.text
     # another profile has no record: nothing is borrowed from cpu
     assert set(v for _, v in _verdicts(book.findings("masking", "smoke")._repr_html_()).values()) == {
-        "not yet measured"}
+        "not yet measured"
+    }
 
 
 def test_findings_box_shows_record_error_for_a_tampered_record(results):
@@ -177,13 +186,36 @@ def test_executed_page_shows_this_runs_verdicts_in_its_first_output(results, tmp
 
 
 def _board() -> pd.DataFrame:
-    rows = [("zhang2022", "supported"), ("zhang2022", "supported"), ("zhang2022", "record error"),
-            ("bisulco2025", "not supported"), ("bisulco2025", "inconclusive"), ("kong2023", "not yet measured")]
-    return pd.DataFrame([{
-        "id": f"{p}.c{i}", "paper": p, "where": f"Fig. {i}", "claim": f"claim <{i}>", "paper's value": "0.5",
-        "measure": "m", "criterion": "value > 0", "notebook": "masking", "ours": "0.7 ± 0.01 s.e. (n=3)",
-        "verdict": v, "reason": "r" if v != "record error" else "claims.cpu.json: tampered", "profile": "cpu",
-        "device": "cpu (x86_64)", "commit": "0123456789", "recorded": "2026-01-01"} for i, (p, v) in enumerate(rows)])
+    rows = [
+        ("zhang2022", "supported"),
+        ("zhang2022", "supported"),
+        ("zhang2022", "record error"),
+        ("bisulco2025", "not supported"),
+        ("bisulco2025", "inconclusive"),
+        ("kong2023", "not yet measured"),
+    ]
+    return pd.DataFrame(
+        [
+            {
+                "id": f"{p}.c{i}",
+                "paper": p,
+                "where": f"Fig. {i}",
+                "claim": f"claim <{i}>",
+                "paper's value": "0.5",
+                "measure": "m",
+                "criterion": "value > 0",
+                "notebook": "masking",
+                "ours": "0.7 ± 0.01 s.e. (n=3)",
+                "verdict": v,
+                "reason": "r" if v != "record error" else "claims.cpu.json: tampered",
+                "profile": "cpu",
+                "device": "cpu (x86_64)",
+                "commit": "0123456789",
+                "recorded": "2026-01-01",
+            }
+            for i, (p, v) in enumerate(rows)
+        ]
+    )
 
 
 def test_verdict_counts_per_paper_in_papers_order():
@@ -221,10 +253,12 @@ def test_findings_summary_counts_and_links_each_paper_to_its_table():
     p = _parse(book.findings_summary(_board(), link_base="../notebooks/scoreboard.html")._repr_html_())
     table = [r for r in p.rows if r]
     assert table[0] == ["paper", *book.VERDICT_ORDER, "claims"]
-    assert table[1:] == [["Bisulco et al. (ICCV 2025)", "0", "1", "1", "0", "0", "2"],
-                         ["Zhang, Wang & Wang (NeurIPS 2022)", "2", "0", "0", "0", "1", "3"],
-                         ["Kong et al. (ICLR 2024)", "0", "0", "0", "1", "0", "1"],
-                         ["all", "2", "1", "1", "1", "1", "6"]]
+    assert table[1:] == [
+        ["Bisulco et al. (ICCV 2025)", "0", "1", "1", "0", "0", "2"],
+        ["Zhang, Wang & Wang (NeurIPS 2022)", "2", "0", "0", "0", "1", "3"],
+        ["Kong et al. (ICLR 2024)", "0", "0", "0", "1", "0", "1"],
+        ["all", "2", "1", "1", "1", "1", "6"],
+    ]
     assert p.links == [f"../notebooks/scoreboard.html#scoreboard-{k}" for k in ("bisulco2025", "zhang2022", "kong2023")]
 
 
@@ -257,9 +291,11 @@ for kind in ("grating_zeros", "smoothing"):
 """)
     got = book.claim_sections("masking", root=tmp_path)
     # under the title only (no section) and the f"{cid}" cell place nothing
-    assert got == {"bisulco.eq19_as_printed": ("The DFT of a mask (Eq. 15–21)", "the-dft-of-a-mask-eq-1521"),
-                   "bisulco.fig22_grating_zeros": ("Scale against $m$ and `p`", "scale-against-m-and-p"),
-                   "bisulco.fig22_smoothing": ("Scale against $m$ and `p`", "scale-against-m-and-p")}
+    assert got == {
+        "bisulco.eq19_as_printed": ("The DFT of a mask (Eq. 15–21)", "the-dft-of-a-mask-eq-1521"),
+        "bisulco.fig22_grating_zeros": ("Scale against $m$ and `p`", "scale-against-m-and-p"),
+        "bisulco.fig22_smoothing": ("Scale against $m$ and `p`", "scale-against-m-and-p"),
+    }
     with pytest.raises(ParameterError, match="^notebook must be one of"):
         book.claim_sections("nope", root=tmp_path)
 
@@ -307,8 +343,10 @@ def test_pages_pasting_the_scoreboard_depend_on_it():
 
 
 def test_only_pages_of_the_book_are_linked(tmp_path):
-    (tmp_path / "_toc.yml").write_text("parts:\n  - chapters:\n      - file: notebooks/masking\n"
-                                       "        sections:\n          - file: notebooks/zhang_umae\n"
-                                       "# - file: notebooks/kong_theory\n")
+    (tmp_path / "_toc.yml").write_text(
+        "parts:\n  - chapters:\n      - file: notebooks/masking\n"
+        "        sections:\n          - file: notebooks/zhang_umae\n"
+        "# - file: notebooks/kong_theory\n"
+    )
     assert book._in_toc("masking", tmp_path) and book._in_toc("zhang_umae", tmp_path)
     assert not book._in_toc("kong_theory", tmp_path) and not book._in_toc("zhang", tmp_path)
