@@ -66,22 +66,29 @@ def test_scoreboard_reads_stored_evidence(smoke_run, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "params, expected",
+    "params, cell, expected",
     [
-        ({"profile": "huge"}, "ParameterError: profile must be one of 'smoke', 'cpu', 'gpu'; got 'huge'"),
-        ({"profile": "smoke", "mask_ratio": 1.5}, "ParameterError: mask_ratio must be a number in (0.0, 1.0); got 1.5"),
+        # the profile is first read by the findings cell (the first cell after the parameters)
+        (
+            {"profile": "huge"},
+            '3 (execution count 3, `from maelab import book; book.show_findings("masking", p...`)',
+            "ParameterError: profile must be one of 'smoke', 'cpu', 'gpu'; got 'huge'",
+        ),
+        (
+            {"profile": "smoke", "mask_ratio": 1.5},
+            "4 (execution count 4, `import numpy as np`)",
+            "ParameterError: mask_ratio must be a number in (0.0, 1.0); got 1.5",
+        ),
     ],
 )
-def test_bad_parameter_injected_by_papermill_fails_in_one_line(tmp_path, monkeypatch, params, expected):
+def test_bad_parameter_injected_by_papermill_fails_in_one_line(tmp_path, monkeypatch, params, cell, expected):
     monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path / "results"))
     with pytest.raises(book.NotebookFailed) as e:
         book.run_notebook("masking", params.pop("profile"), tmp_path, extra=params)
     msg = str(e.value)
     assert "\n" not in msg
     # the cell is named: papermill's index (markdown cells count), its execution count and first line
-    assert msg.startswith(
-        "notebook masking (notebooks/masking.md) failed in cell 3 (execution count 3, `import numpy as np`): "
-    )
+    assert msg.startswith(f"notebook masking (notebooks/masking.md) failed in cell {cell}: ")
     assert msg.endswith(expected)
     assert not (tmp_path / "results").exists()  # failed before computing anything
 

@@ -311,3 +311,52 @@ def test_every_page_loads_cleanly_in_chromium(site, pages, tmp_path):
         browser.close()
     assert not problems, f"{len(problems)} problems: " + "; ".join(problems[:15])
     assert n_math > 0 and n_img > 0, "no maths or no images in the whole book: the probe saw nothing"
+
+
+# ------------------------------------------------------------------------------------------- findings and scoreboard
+def test_every_notebook_page_opens_with_its_findings_box_and_overviews_paste_theirs(site, pages):
+    """Findings first: the first output of each notebook page is its findings box; the landing page and each paper's
+    overview show the boxes the scoreboard computed (pasted by glue, with every claim's verdict badge)."""
+    bad = []
+    for page, soup in pages.items():
+        rel = page.relative_to(site)
+        main = soup.find("main") or soup
+        if rel.parts[0] == "notebooks":
+            first = main.select_one(".cell_output")
+            if first is None or first.select_one("div.maelab-findings") is None:
+                bad.append(f"{rel}: the first output is not a findings box")
+        elif rel.parts[:2] == ("book", "papers") or rel == Path("book/intro.html"):
+            box = main.select_one("div.maelab-findings")
+            if box is None or not box.select("span.maelab-badge"):
+                bad.append(f"{rel}: no findings box with verdict badges")
+    assert not bad, "; ".join(bad)
+
+
+# Widths of the scoreboard's tables (and the findings boxes on the page) against their containers, at the window size
+OVERFLOW = r"""
+JSON.stringify({
+  tables: [...document.querySelectorAll("table.maelab-scoreboard, div.maelab-findings table")].map(t => {
+    const box = t.closest(".cell_output") || t.closest(".output") || t.parentElement;
+    return {id: t.id || t.className || "findings", table: t.scrollWidth, box: box.clientWidth,
+            box_scroll: box.scrollWidth};
+  }),
+  page: document.documentElement.scrollWidth, window: window.innerWidth,
+})
+"""
+
+
+def test_scoreboard_tables_do_not_overflow_at_1280px(site, tmp_path):
+    exe = _chromium()
+    browser = Chromium(exe, tmp_path / "chromium-profile", width=1280)
+    try:
+        browser.send("Page.navigate", session=True, url=(site / "notebooks" / "scoreboard.html").resolve().as_uri())
+        browser.wait_for("Page.loadEventFired")
+        res = browser.send("Runtime.evaluate", session=True, expression=OVERFLOW, returnByValue=True)
+    finally:
+        browser.close()
+    report = json.loads(res["result"]["value"])
+    boards = [t for t in report["tables"] if t["id"].startswith("scoreboard-")]
+    assert len(boards) >= 4, report  # one table per paper
+    wide = [t for t in report["tables"] if t["table"] > t["box"] or t["box_scroll"] > t["box"]]
+    assert not wide, f"tables wider than their container at 1280 px: {wide}"
+    assert report["page"] <= report["window"], report

@@ -1,4 +1,4 @@
-"""Sphinx extension for the book's HTML: each page loads every script once.
+"""Sphinx extension for the book's HTML: each page loads every script once; pasted findings stay current.
 
 sphinx-thebe and sphinx-togglebutton add an inline script (``const THEBE_JS_URL = ...``, ``var
 togglebuttonSelector = ...``) once as a registered file (filename ``""``) and once to the HTML builder (filename
@@ -27,6 +27,25 @@ def _unique_scripts(app, pagename: str, templatename: str, context: dict, doctre
     scripts[:] = unique
 
 
+def _note_glue_sources(app, doctree: Any) -> None:
+    """A page pasting glue from another document (``{glue:}`` with ``:doc:``, ``{glue:text}`path::key```: the
+    landing page and the paper overviews paste the scoreboard's findings) depends on that document's source.
+
+    myst-nb resolves such pastes when writing but records no dependency, so an incremental build (``make book``
+    reuses ``_build/.doctrees``) would keep the old page after the scoreboard changed; with the dependency noted,
+    Sphinx re-reads the page whenever the executed scoreboard notebook is newer.
+    """
+    try:
+        from myst_nb.ext.glue.utils import PendingGlueReference
+    except ImportError:  # pragma: no cover - myst-nb is a dependency of the book
+        return
+    env = app.env
+    for node in doctree.findall(PendingGlueReference):
+        if node.refdoc != env.docname:
+            env.note_dependency(str(env.doc2path(node.refdoc)))
+
+
 def setup(app) -> dict:
     app.connect("html-page-context", _unique_scripts, priority=900)  # after the extensions that add scripts
+    app.connect("doctree-read", _note_glue_sources)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,9 +1,11 @@
-"""The book: notebook context, papermill runner, Jupyter Book build, scoreboard.
+"""The book: notebook context, papermill runner, Jupyter Book build, findings boxes and the scoreboard.
 
 In a notebook::
 
     # parameters cell (tagged "parameters"; papermill may inject others)
     profile, seed, device, recompute, progress = "cpu", 0, "auto", False, None
+    # next cell (input removed): the page's findings box from its stored claims record, redrawn by ctx.finish()
+    from maelab import book; book.show_findings("masking", profile)
     # next cell
     ctx = maelab.book.setup("masking", profile=profile, seed=seed, device=device, recompute=recompute,
                             progress=progress)          # validates; one-line error for a bad value
@@ -55,7 +57,7 @@ from ._util import (
     resolve_device,
     seed_everything,
 )
-from ._validate import ParameterError
+from ._validate import ParameterError, one_of
 from .profiles import CORE_PARAMS, PROFILE_NAMES, NotebookSettings, settings_class, validate_core
 
 LAST = ("scoreboard",)  # notebooks that read other notebooks' results run last
@@ -66,6 +68,7 @@ CLAIMS_RTOL, CLAIMS_ATOL = 1e-9, 1e-12
 RECORD_ERROR = "record error"  # scoreboard verdict of a claim whose stored claims record cannot be trusted
 DRY_RUN_VERDICT = "dry run"  # what Context.claim returns in a dry run (nothing is scored or stored)
 ALLOW_CPU_ENV = "MAELAB_ALLOW_CPU"  # "1": compute gpu-profile results on a machine without CUDA (--force-cpu)
+NOT_MEASURED = "not yet measured"  # scoreboard verdict of a claim with no stored evidence
 
 
 class EvidenceChanged(UserWarning):
@@ -174,6 +177,9 @@ class Context:
     def finish(self) -> store.Result | None:
         """Store this notebook's claim evidence in ``claims.<profile>.json``; unchanged evidence is not rewritten.
 
+        Then the page's findings box (:func:`show_findings`), drawn from the record stored before this run, is
+        redrawn from the record this run has just stored: the rendered page shows this run's verdicts.
+
         The record is keyed by its *sources* (claim ids, criteria, the config hashes of the results each claim's
         evidence came from, the profile and settings), not by the evidence itself. With the same key, evidence
         equal within ``CLAIMS_RTOL``/``CLAIMS_ATOL``, the same verdicts and the same source records, the stored
@@ -189,6 +195,11 @@ class Context:
                 flush=True,
             )
             return None
+        res = self._store_claims()
+        _refresh_findings(self.notebook, self.profile)
+        return res
+
+    def _store_claims(self) -> store.Result | None:
         if not self._claims:
             return None
         rows = {k: self._claims[k] for k in sorted(self._claims)}
@@ -212,7 +223,7 @@ class Context:
                 warnings.warn(
                     f"{self.notebook}: {diff} although its sources are unchanged; rewriting the claims record",
                     EvidenceChanged,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
         return store.save(
             "claims",
@@ -290,6 +301,7 @@ def setup(
 
 
 def format_value(ev: claims_mod.Evidence) -> str:
+    """Our value in words: ``mean ± s.e. (n=...)`` over seeds, a series ``[y1, ...] (±max s.e.)``, or the value."""
     if ev.y is not None:
         pts = ", ".join(f"{y:.3g}" for y in ev.y)
         return f"[{pts}]" + (f" (±{max(ev.y_err):.2g} s.e.)" if ev.y_err else "")
@@ -297,7 +309,7 @@ def format_value(ev: claims_mod.Evidence) -> str:
         return "—"
     s = f"{ev.value:.3g}"
     if ev.std is not None:
-        s += f" ± {ev.std:.2g} (n={ev.n})"
+        s += f" ± {ev.sem:.2g} s.e. (n={ev.n})"
     return s
 
 
@@ -417,29 +429,65 @@ def _claims_record(root: Path, notebook: str, profile: str) -> tuple[str, dict |
         return profile, None, None, why
 
 
-def collect_claims():
+def _best_claims_records(
+    notebooks: list[str] | None = None, profile: str | None = None
+) -> dict[str, tuple[str, dict | None, dict | None, str]]:
+    """notebook -> (profile, claim rows, provenance, error) of the claims record a page or the scoreboard shows.
+
+    ``profile=None``: the best profile stored for each notebook (gpu > cpu > smoke) over the claim roots;
+    a profile: that profile's record in its results root (where :meth:`Context.finish` stores it).
+    """
+    best: dict[str, tuple[str, dict | None, dict | None, str]] = {}
+    if profile is not None:
+        one_of("profile", profile, store.PROFILE_ORDER)
+        root = store.results_root(profile)
+        names = (
+            notebooks
+            if notebooks is not None
+            else (sorted(p.name for p in root.iterdir() if p.is_dir()) if root.exists() else [])
+        )
+        for name in names:
+            if store.record_path(root, name, "claims", profile).exists():
+                best[name] = _claims_record(root, name, profile)
+        return best
+    for root in _claim_roots():
+        if not root.exists():
+            continue
+        for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+            if notebooks is not None and folder.name not in notebooks:
+                continue
+            for prof in store.PROFILE_ORDER:
+                if not store.record_path(root, folder.name, "claims", prof).exists():
+                    continue
+                cur = best.get(folder.name)
+                if cur is None or store.PROFILE_ORDER.index(prof) < store.PROFILE_ORDER.index(cur[0]):
+                    best[folder.name] = _claims_record(root, folder.name, prof)
+                break
+    return best
+
+
+def collect_claims(notebooks: list[str] | None = None, profile: str | None = None):
     """Every registered claim with the evidence of the best profile stored for its notebook (gpu > cpu > smoke).
 
     Verdicts are recomputed here from the stored evidence with the registry's criterion. When the best stored claims
     record of a notebook cannot be trusted (checksum mismatch, unreadable, old format), its claims get the verdict
     ``RECORD_ERROR`` with the reason -- the scoreboard never falls back silently to a lower profile.
+
+    Args:
+        notebooks: only the claims of these notebooks (default: every registered claim).
+        profile: read this profile's record (where a page run with it stores its claims) instead of the best one.
+
+    Returns:
+        ``pandas.DataFrame``, one row per claim in registry order: id, paper, where, claim, paper's value, measure,
+        criterion, notebook, ours (mean ± s.e., n), verdict, reason, profile, device, commit, recorded (date).
     """
     import pandas as pd
 
-    best: dict[str, tuple[str, dict | None, dict | None, str]] = {}  # notebook -> (profile, rows, prov, error)
-    for root in _claim_roots():
-        if not root.exists():
-            continue
-        for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-            for profile in store.PROFILE_ORDER:
-                if not store.record_path(root, folder.name, "claims", profile).exists():
-                    continue
-                cur = best.get(folder.name)
-                if cur is None or store.PROFILE_ORDER.index(profile) < store.PROFILE_ORDER.index(cur[0]):
-                    best[folder.name] = _claims_record(root, folder.name, profile)
-                break
+    best = _best_claims_records(notebooks, profile)
     rows = []
     for c in claims_mod.REGISTRY.values():
+        if notebooks is not None and c.notebook not in notebooks:
+            continue
         row = {
             "id": c.id,
             "paper": c.paper,
@@ -461,11 +509,20 @@ def collect_claims():
                     "profile": found[0],
                     "device": "",
                     "commit": "",
+                    "recorded": "",
                 }
             )
         elif rec is None:
             row.update(
-                {"ours": "—", "verdict": "not yet measured", "reason": "", "profile": "", "device": "", "commit": ""}
+                {
+                    "ours": "—",
+                    "verdict": NOT_MEASURED,
+                    "reason": "",
+                    "profile": "",
+                    "device": "",
+                    "commit": "",
+                    "recorded": "",
+                }
             )
         else:
             ev = claims_mod.Evidence.from_dict(rec["evidence"])
@@ -483,10 +540,401 @@ def collect_claims():
                     "profile": found[0],
                     "device": src["device"],
                     "commit": src["commit"][:10],
+                    "recorded": str(found[2].get("timestamp", ""))[:10],
                 }
             )
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------- findings
+VERDICT_ORDER = (claims_mod.SUPPORTED, claims_mod.NOT_SUPPORTED, claims_mod.INCONCLUSIVE, NOT_MEASURED, RECORD_ERROR)
+#: background and text colour of each verdict's badge; the background is also its colour in the scoreboard figure
+VERDICT_COLORS: dict[str, tuple[str, str]] = {
+    claims_mod.SUPPORTED: ("#027a5c", "#ffffff"),
+    claims_mod.NOT_SUPPORTED: ("#b84a00", "#ffffff"),
+    claims_mod.INCONCLUSIVE: ("#ece133", "#1f1f1f"),
+    NOT_MEASURED: ("#c8c8c8", "#1f1f1f"),
+    RECORD_ERROR: ("#6a3d9a", "#ffffff"),
+}
+PAPER_VALUE = "paper's value"  # column of collect_claims
+_FINDINGS_VIEWS: dict[tuple[str, str], Any] = {}  # (notebook, profile) -> display handle of its findings box
+# one small style sheet, repeated in each box (a page may show a box alone); selectors beat myst-nb's output styles
+_CSS = """<style>
+div.maelab-findings{border:1px solid #d0d7de;border-left:4px solid #0173b2;border-radius:4px;padding:.5em .8em;
+ margin:.3em 0 1.2em;font-size:.9em;line-height:1.4}
+div.maelab-findings p{margin:.2em 0}
+div.maelab-findings table,div.maelab-board table.maelab-scoreboard{width:100%;table-layout:fixed;
+ border-collapse:collapse;margin:.3em 0 .8em}
+div.maelab-findings table th,div.maelab-findings table td,div.maelab-board table.maelab-scoreboard th,
+div.maelab-board table.maelab-scoreboard td{padding:.25em .4em;vertical-align:top;text-align:left;
+ overflow-wrap:anywhere;white-space:normal;border-bottom:1px solid #e3e3e3}
+div.maelab-board table.maelab-scoreboard caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
+div.maelab-board tr.maelab-detail td{font-size:.85em;color:#57606a;border-bottom:1px solid #bbb}
+div.maelab-board tr.maelab-detail dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:0 .8em;
+ margin:.2em 0}
+div.maelab-board tr.maelab-detail dd{margin:0}
+span.maelab-badge{display:inline-block;padding:0 .5em;border-radius:.7em;font-size:.85em;font-weight:600;
+ overflow-wrap:normal;word-break:normal}
+p.maelab-note{color:#57606a;font-size:.85em}
+</style>"""
+
+
+def verdict_badge(verdict: str) -> str:
+    """HTML of a verdict's coloured badge (one of :data:`VERDICT_ORDER`)."""
+    import html
+
+    if verdict not in VERDICT_COLORS:
+        raise ParameterError("verdict", "one of " + ", ".join(repr(v) for v in VERDICT_ORDER), verdict)
+    bg, fg = VERDICT_COLORS[verdict]
+    return f'<span class="maelab-badge" style="background:{bg};color:{fg}">{html.escape(verdict)}</span>'
+
+
+def paper_label(paper: str) -> str:
+    """Short name of a paper: ``"Zhang, Wang & Wang (NeurIPS 2022)"`` from its :data:`maelab.claims.PAPERS` title."""
+    title = claims_mod.PAPERS.get(paper)
+    return title.split("),")[0] + ")" if title and ")," in title else (title or paper)
+
+
+def verdict_counts(board):
+    """Claims per paper (rows, in :data:`maelab.claims.PAPERS` order) and verdict (columns, :data:`VERDICT_ORDER`).
+
+    Args:
+        board: :func:`collect_claims` (or a subset of its rows).
+
+    Returns:
+        ``pandas.DataFrame`` of ints; a verdict outside :data:`VERDICT_ORDER` is an error.
+    """
+    import pandas as pd
+
+    bad = sorted(set(board["verdict"]) - set(VERDICT_ORDER)) if len(board) else []
+    if bad:
+        raise ParameterError("board verdicts", "among " + ", ".join(repr(v) for v in VERDICT_ORDER), bad[0])
+    present = set(board["paper"]) if len(board) else set()
+    papers = [p for p in claims_mod.PAPERS if p in present] + sorted(present - set(claims_mod.PAPERS))
+    counts = pd.DataFrame(0, index=pd.Index(papers, name="paper"), columns=list(VERDICT_ORDER), dtype=int)
+    for (paper, v), n in board.groupby(["paper", "verdict"]).size().items() if len(board) else ():
+        counts.loc[paper, v] = int(n)
+    return counts
+
+
+def _heading_anchor(text: str) -> str:
+    """The id Sphinx gives a MyST heading: docutils' ``make_id`` of its text (maths as its source, no markup)."""
+    import re
+
+    from docutils.nodes import make_id
+
+    plain = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return make_id(re.sub(r"[`*$]", "", plain))
+
+
+def _string_patterns(source: str) -> list:
+    """Regexes of the string literals of a code cell: constants literally, f-strings with ``.+`` for each field
+    (only f-strings whose literal text holds a dot, as claim ids do: ``f"{cid}"`` would match any id)."""
+    import ast
+    import re
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append(re.compile(re.escape(node.value)))
+        elif isinstance(node, ast.JoinedStr) and any(
+            isinstance(v, ast.Constant) and "." in v.value for v in node.values
+        ):  # "paper.name" ids spell the dot
+            out.append(
+                re.compile("".join(re.escape(v.value) if isinstance(v, ast.Constant) else ".+" for v in node.values))
+            )
+    return out
+
+
+def claim_sections(notebook: str, root: Path | None = None) -> dict[str, tuple[str, str]]:
+    """Claim id -> (heading, anchor) of the section of notebooks/NOTEBOOK.md whose cell records it.
+
+    A claim is placed in the first code cell calling ``ctx.claim(`` whose string literals (f-strings as patterns)
+    spell its id, under the last ``##`` (or deeper) heading before that cell. Claims recorded elsewhere (an id held
+    in a variable only) are left out: a link then goes to the page alone.
+    """
+    import re
+
+    import jupytext
+
+    root = root or store.repo_root()
+    src = root / "notebooks" / f"{notebook}.md"
+    if not src.exists():
+        raise ParameterError(
+            "notebook", "one of " + ", ".join(sorted(p.stem for p in src.parent.glob("*.md"))), notebook
+        )
+    ids = [c.id for c in claims_mod.REGISTRY.values() if c.notebook == notebook]
+    heading, out = None, {}
+    for cell in jupytext.read(src).cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                m = re.match(r"^#{2,6}\s+(.+?)\s*$", line)
+                if m:
+                    heading = m.group(1)
+        elif cell.cell_type == "code" and heading and "ctx.claim(" in cell.source:
+            patterns = _string_patterns(cell.source)
+            for cid in ids:
+                if cid not in out and any(p.fullmatch(cid) for p in patterns):
+                    out[cid] = (heading, _heading_anchor(heading))
+    return out
+
+
+def _in_toc(notebook: str, root: Path | None = None) -> bool:
+    """Whether notebooks/NOTEBOOK is a page of the book (listed in _toc.yml; the book builds only listed files)."""
+    import re
+
+    toc = ((root or store.repo_root()) / "_toc.yml").read_text()
+    return re.search(rf"^\s*-?\s*file:\s*notebooks/{re.escape(notebook)}\s*$", toc, flags=re.M) is not None
+
+
+def _claim_links(board, link_base: str, same_page: bool = False) -> dict[str, str]:
+    """Claim id -> URL of the page (and section) that measured it, relative to the page showing the link; claims
+    of a notebook that is not a page of the book (not in _toc.yml, or not written yet) get no link."""
+    links: dict[str, str] = {}
+    for nb in dict.fromkeys(board["notebook"]) if len(board) else ():
+        if not same_page and not _in_toc(nb):
+            continue
+        try:
+            sections = claim_sections(nb)
+        except ParameterError:  # a claim of a notebook that does not exist (yet): no link
+            continue
+        page = "" if same_page else f"{link_base}{nb}.html"
+        for cid in board.loc[board["notebook"] == nb, "id"]:
+            anchor = sections.get(cid, (None, ""))[1]
+            if anchor or page:
+                links[cid] = page + (f"#{anchor}" if anchor else "")
+    return links
+
+
+def _counts_line(board) -> str:
+    counts = verdict_counts(board).sum()
+    parts = [f"{int(counts[v])} {verdict_badge(v)}" for v in VERDICT_ORDER if counts[v]]
+    return f"{len(board)} claim{'s' if len(board) != 1 else ''}: " + " ".join(parts)
+
+
+def _findings_box(board, *, title: str, note: str, links: dict[str, str]) -> str:
+    import html
+
+    esc = html.escape
+    rows = []
+    for _, d in board.iterrows():
+        claim = esc(str(d["claim"]))
+        if d["id"] in links:
+            claim = f'<a href="{esc(links[d["id"]])}">{claim}</a>'
+        rows.append(
+            f"<tr><td>{claim}</td><td>{esc(str(d['where']))}</td><td>{esc(str(d[PAPER_VALUE]))}</td>"
+            f"<td>{esc(str(d['ours']))}</td><td>{verdict_badge(d['verdict'])}</td></tr>"
+        )
+    body = (
+        (
+            '<table><colgroup><col style="width:35%"><col style="width:13%"><col style="width:17%">'
+            '<col style="width:17%"><col style="width:18%"></colgroup><thead><tr><th>claim</th><th>where</th>'
+            "<th>paper</th><th>ours</th><th>verdict</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+        )
+        if rows
+        else ""
+    )
+    counts = _counts_line(board) if rows else "no claims"
+    return (
+        f'{_CSS}<div class="maelab-findings"><p><b>{esc(title)}</b> · {counts}'
+        f'</p>{body}<p class="maelab-note">{esc(note)}</p></div>'
+    )
+
+
+def _record_note(board) -> str:
+    """Where a box's verdicts come from: profile, commit and date of the stored claims records."""
+    recs = sorted({(r["profile"], r["commit"], r["recorded"]) for _, r in board.iterrows() if r["profile"]})
+    if not recs:
+        return "no claims record stored yet"
+    return "; ".join(
+        f"profile {p}" + (f", commit {c}" if c else "") + (f", recorded {t}" if t else "") for p, c, t in recs
+    )
+
+
+def findings(notebook: str, profile: str | None = None, *, when: str = "stored"):
+    """The findings box of a notebook page: its claims, our value against the paper's, each verdict as a badge.
+
+    Everything comes from the stored claims record (:func:`collect_claims`): verdicts are recomputed from the stored
+    evidence with the registry's criteria, and a record that fails its checksum shows ``record error``.
+
+    Args:
+        notebook: the notebook's name (``notebooks/NAME.md``).
+        profile: the profile whose record is shown (a page shows its own run's); ``None``: the best one stored.
+        when: ``"stored"``, ``"before"`` (drawn before this run records its claims) or ``"after"`` (redrawn by
+            :meth:`Context.finish`): only the note under the table differs.
+
+    Returns:
+        ``IPython.display.HTML``.
+    """
+    from IPython.display import HTML
+
+    one_of("when", when, ("stored", "before", "after"))
+    one_of("notebook", notebook, notebooks_in_order())
+    board = collect_claims(notebooks=[notebook], profile=profile)
+    note = {
+        "stored": "Verdicts from the stored claims record",
+        "before": "Verdicts stored before this run (this box is redrawn when the page has run)",
+        "after": "Verdicts of this run, as stored in its claims record",
+    }[when]
+    note += f" ({_record_note(board)}), each computed by maelab.claims from the claim's stated criterion."
+    return HTML(
+        _findings_box(board, title="Findings of this page", note=note, links=_claim_links(board, "", same_page=True))
+    )
+
+
+def show_findings(notebook: str, profile: str) -> None:
+    """Display a page's findings box (as stored before this run) and let :meth:`Context.finish` redraw it.
+
+    The one-liner that opens each notebook page, before its setup cell::
+
+        from maelab import book; book.show_findings("masking", profile)
+    """
+    from IPython.display import display
+
+    one_of("profile", profile, PROFILE_NAMES)
+    handle = display(findings(notebook, profile, when="before"), display_id=True)
+    if handle is not None:
+        _FINDINGS_VIEWS[(notebook, profile)] = handle
+
+
+def _refresh_findings(notebook: str, profile: str) -> None:
+    handle = _FINDINGS_VIEWS.get((notebook, profile))
+    if handle is not None:
+        handle.update(findings(notebook, profile, when="after"))
+
+
+def paper_findings(paper: str, board=None, *, link_base: str = ""):
+    """The findings box of a paper: its claims (best stored profile per notebook), each linked to its page.
+
+    Args:
+        paper: a key of :data:`maelab.claims.PAPERS`.
+        board: :func:`collect_claims` (computed when omitted).
+        link_base: the notebooks folder relative to the page showing the box (``"../../notebooks/"`` for
+            ``book/papers/*.md``; ``""`` on a notebook page).
+
+    Returns:
+        ``IPython.display.HTML``.
+    """
+    from IPython.display import HTML
+
+    one_of("paper", paper, claims_mod.PAPERS)
+    board = collect_claims() if board is None else board
+    part = board[board["paper"] == paper]
+    note = (
+        f"Verdicts from the stored claims records ({_record_note(part)}), computed by maelab.claims from "
+        "each claim's stated criterion; criteria and reasons are on the claims scoreboard."
+    )
+    return HTML(_findings_box(part, title="Findings", note=note, links=_claim_links(part, link_base)))
+
+
+def findings_summary(board=None, *, link_base: str = ""):
+    """What the book found: claims per paper and verdict, each paper linked to its scoreboard table.
+
+    Args:
+        board: :func:`collect_claims` (computed when omitted).
+        link_base: the scoreboard page relative to the page showing the table (``""`` on the scoreboard itself).
+
+    Returns:
+        ``IPython.display.HTML``.
+    """
+    import html
+
+    from IPython.display import HTML
+
+    board = collect_claims() if board is None else board
+    counts = verdict_counts(board)
+    head = "".join(f"<th>{verdict_badge(v)}</th>" for v in VERDICT_ORDER)
+    rows = "".join(
+        f'<tr><td><a href="{html.escape(link_base)}#scoreboard-{p}">{html.escape(paper_label(p))}</a></td>'
+        + "".join(f"<td>{int(counts.loc[p, v])}</td>" for v in VERDICT_ORDER)
+        + f"<td>{int(counts.loc[p].sum())}</td></tr>"
+        for p in counts.index
+    )
+    total = "".join(f"<td><b>{int(counts[v].sum())}</b></td>" for v in VERDICT_ORDER)
+    cols = '<col style="width:26%">' + '<col style="width:12.5%">' * len(VERDICT_ORDER) + '<col style="width:11.5%">'
+    table = (
+        f"<table><colgroup>{cols}</colgroup><thead><tr><th>paper</th>{head}<th>claims</th></tr></thead>"
+        f"<tbody>{rows}"
+        f"<tr><td><b>all</b></td>{total}<td><b>{len(board)}</b></td></tr></tbody></table>"
+    )
+    return HTML(
+        f'{_CSS}<div class="maelab-findings"><p><b>What the book found</b> · {_counts_line(board)}</p>'
+        f'{table}<p class="maelab-note">Verdicts computed by <code>maelab.claims</code> from the stored claims '
+        "records (the best profile stored per notebook).</p></div>"
+    )
+
+
+def scoreboard_table(board, paper: str) -> str:
+    """One paper's scoreboard table (HTML): claim, where, paper's value, ours, verdict badge, and under each row a
+    collapsible detail row with the criterion, reason and provenance; each claim links to the page (and section)
+    that measured it. The table fits its container (fixed layout, long values wrap)."""
+    import html
+
+    one_of("paper", paper, claims_mod.PAPERS)
+    esc = html.escape
+    part = board[board["paper"] == paper]
+    links = _claim_links(part, "")
+    rows = []
+    for _, r in part.iterrows():
+        anchor = "claim-" + "-".join(filter(None, "".join(ch if ch.isalnum() else " " for ch in r["id"]).split()))
+        claim = esc(r["claim"])
+        if r["id"] in links:
+            claim = f'<a href="{esc(links[r["id"]])}">{claim}</a>'
+        prov = ", ".join(f"{k} {esc(str(r[k]))}" for k in ("profile", "device", "commit", "recorded") if r[k])
+        detail = "".join(
+            f"<dt>{k}</dt><dd>{esc(str(v))}</dd>"
+            for k, v in (
+                ("claim id", r["id"]),
+                ("our measure", r["measure"]),
+                ("criterion", r["criterion"]),
+                ("reason", r["reason"] or "—"),
+                ("provenance", prov or "—"),
+            )
+        )
+        rows.append(
+            f'<tr id="{anchor}"><td>{esc(r["where"])}</td><td>{claim}</td><td>{esc(r[PAPER_VALUE])}</td>'
+            f"<td>{esc(r['ours'])}</td><td>{verdict_badge(r['verdict'])}</td></tr>"
+            f'<tr class="maelab-detail"><td colspan="5"><details><summary>criterion, reason, provenance'
+            f"</summary><dl>{detail}</dl></details></td></tr>"
+        )
+    cols = "".join(f'<col style="width:{w}%">' for w in (12, 37, 16, 17, 18))  # a badge fits its column
+    return (
+        f'{_CSS}<div class="maelab-board"><table class="maelab-scoreboard" id="scoreboard-{paper}">'
+        f"<caption>{esc(paper_label(paper))} · {_counts_line(part)}</caption><colgroup>{cols}</colgroup>"
+        "<thead><tr><th>where</th><th>claim</th><th>paper</th><th>ours (mean ± s.e., n)</th><th>verdict</th></tr>"
+        f"</thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def plot_verdict_counts(board, ax=None):
+    """Stacked horizontal bars: claims per paper, one segment per verdict in its badge colour (the book's style).
+
+    Returns:
+        the matplotlib Axes.
+    """
+    import matplotlib.pyplot as plt
+
+    counts = verdict_counts(board)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.2, 0.5 * max(1, len(counts)) + 1.2), layout="constrained")
+    labels = [paper_label(p) for p in counts.index]
+    left = [0] * len(counts)
+    for v in VERDICT_ORDER:
+        n = counts[v].tolist()
+        bars = ax.barh(labels, n, left=left, color=VERDICT_COLORS[v][0], edgecolor="white", label=v)
+        ax.bar_label(
+            bars, labels=[str(k) if k else "" for k in n], label_type="center", fontsize=8, color=VERDICT_COLORS[v][1]
+        )
+        left = [a + b for a, b in zip(left, n)]
+    ax.invert_yaxis()
+    ax.set_xlabel("claims")
+    ax.legend(ncol=len(VERDICT_ORDER), loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7.5)
+    return ax
 
 
 # ----------------------------------------------------------------------------------------------- runner
