@@ -25,7 +25,7 @@ A GPU profile without a GPU::
     python -m maelab.book run --profile gpu --dry-run   # every notebook, the gpu settings, 2 steps per run, on CPU
     python -m maelab.book plan --profile gpu            # predicted H100 and CPU minutes per notebook
 
-``--dry-run`` (:func:`maelab._util.dry_run_limits`) executes the notebooks with the profile's exact models, data
+``--dry-run`` (``maelab._util.dry_run_limits``) executes the notebooks with the profile's exact models, data
 and code paths but caps every training run at a couple of optimiser steps and every evaluation at a few images;
 results and checkpoints go to a temp folder, claims are not scored. ``--profile gpu`` on a machine without CUDA is
 refused with the predicted duration on this CPU unless ``--force-cpu`` is given.
@@ -548,6 +548,7 @@ def collect_claims(notebooks: list[str] | None = None, profile: str | None = Non
 
 
 # ----------------------------------------------------------------------------------------------- findings
+#: The verdicts a claim can show, in the order the scoreboard counts and colours them.
 VERDICT_ORDER = (claims_mod.SUPPORTED, claims_mod.NOT_SUPPORTED, claims_mod.INCONCLUSIVE, NOT_MEASURED, RECORD_ERROR)
 #: background and text colour of each verdict's badge; the background is also its colour in the scoreboard figure
 VERDICT_COLORS: dict[str, tuple[str, str]] = {
@@ -1202,7 +1203,7 @@ def run_dry(
     extra: dict | None = None,
     keep: bool = False,
 ) -> list[Path]:
-    """Execute the notebooks with ``profile``'s settings under the dry-run caps (:func:`maelab._util.dry_run_limits`).
+    """Execute the notebooks with ``profile``'s settings under the dry-run caps (``maelab._util.dry_run_limits``).
 
     Everything goes to a fresh temp folder (results, checkpoints and, unless ``out_dir`` is given, the executed
     notebooks): never ``data/results``, the smoke cache or the checkpoint cache. The folder is removed after a

@@ -143,7 +143,7 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
 
 def default_checkpoint_dir(name: str) -> Path:
     """``$MAELAB_CACHE/checkpoints/<name>`` if ``MAELAB_CACHE`` is set, else ``<repo>/.cache/checkpoints/<name>``;
-    in a dry run (:func:`maelab._util.dry_run_limits`) ``<dry-run dir>/checkpoints/<name>``.
+    in a dry run (``maelab._util.dry_run_limits``) ``<dry-run dir>/checkpoints/<name>``.
 
     ``<repo>`` is the source checkout holding ``pyproject.toml`` (editable install), else the current directory.
     The folder is not created here.

@@ -94,7 +94,7 @@ class TrainConfig:
         find_unused_parameters: forwarded to DistributedDataParallel.
         log_every: read the loss back to the host (one sync) every k steps and at the end of each epoch; None = 1
             on the CPU (the NaN stop then runs before every update, as always), 50 on CUDA (see
-            :class:`maelab.train.loop._LossLog`: a non-finite loss stops the run at the next read-back, naming the
+            ``maelab.train.loop._LossLog``: a non-finite loss stops the run at the next read-back, naming the
             first bad step).
         compile: wrap the model in ``torch.compile`` for the training steps (off by default; worth it for long
             CUDA runs; the checkpoint and snapshots hold the uncompiled module's state).

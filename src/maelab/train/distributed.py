@@ -1,7 +1,7 @@
 """Runtime of a run: device, ``torch.distributed`` (DDP), mixed precision, and launching under ``torchrun``.
 
 On CUDA: bf16 autocast by default (``amp="auto"``; fp16 with a GradScaler on request), TF32 matmuls, fused AdamW
-(:meth:`_Runtime.adamw`), NCCL for DDP; the data sets live on the device (the trainer moves them there once).
+(``_Runtime.adamw``), NCCL for DDP; the data sets live on the device (the trainer moves them there once).
 
 When ``torch.distributed`` is initialised (e.g. by ``torchrun``; ``python -m maelab.train`` initialises it from the
 environment, ``_init_distributed_from_env``) the model and the probe head are wrapped in

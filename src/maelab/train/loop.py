@@ -8,9 +8,9 @@
   evaluates the probe, appends the history record, calls callbacks, keeps snapshots and writes the checkpoint.
 * ``_Run`` holds everything one pre-training run reads and mutates across steps, so that these functions are
   small and :func:`~maelab.train.train` reads in one screen.
-* :class:`_LossLog` keeps the loss terms on the device: the step loop reads them back (one host sync) only every
+* ``_LossLog`` keeps the loss terms on the device: the step loop reads them back (one host sync) only every
   ``log_every`` steps and at the end of the epoch, and the NaN stop names the first non-finite step.
-* In a dry run (:func:`maelab._util.dry_run_limits`) a run makes at most ``train_steps`` optimiser steps in all;
+* In a dry run (``maelab._util.dry_run_limits``) a run makes at most ``train_steps`` optimiser steps in all;
   the remaining epochs still end (evaluation on a few images, callbacks, snapshots) with no step, and only the
   last epoch writes a checkpoint.
 """
@@ -185,7 +185,7 @@ def _optimizer_step(
     take this rank's slice of the global batch from ``perm`` (optionally augmented with ``aug_gen``);
     ``out = forward(x)`` under autocast; ``loss, terms = loss_terms(out, idx)`` outside it; average ``terms`` over
     ranks (the first entry is the loss) and hand them to ``log`` (which raises :class:`NonFiniteLossError` when its
-    check is due and a loss since the last check was not finite, see :class:`_LossLog`); zero the gradients,
+    check is due and a loss since the last check was not finite, see ``_LossLog``); zero the gradients,
     backward (through ``scaler`` when given), clip the gradient norm of ``params_of.parameters()`` to
     ``cfg.clip_grad`` (if set) and step. Returns ``(lr, idx, out, terms)`` with ``terms`` the rank-averaged terms
     (a device tensor: no host sync here).
