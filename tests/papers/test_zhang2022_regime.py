@@ -57,7 +57,8 @@ def test_probe_subset_is_seeded_without_replacement():
 
 
 def _spec(**kw):
-    base = dict(dataset="shapes", n_train=192, n_test=96, model="mae", size="micro", epochs=2, batch_size=64)
+    base = dict(dataset="shapes", n_train=192, n_test=96, img_size=16, channels=1, model="mae", size="micro", epochs=2,
+                batch_size=64)
     base.update(kw)
     return E.PretrainSpec(**base)
 
