@@ -16,6 +16,7 @@ Usage::
     python benchmarks/probe_speed.py --threads 1                 # micro-ViT [CLS] and mean features
     python benchmarks/probe_speed.py --threads 1 --features cls mean pixels
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import torch
 
 import maelab
@@ -41,8 +41,12 @@ ROOT = Path(__file__).resolve().parent
 
 def _git_commit():
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=10).stdout.strip() or None
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -61,8 +65,15 @@ def run_probe(method: str, xtr, ytr, xte, yte) -> dict:
         res = evaluate.linear_probe(xtr, ytr, xte, yte, method=method)
         wall = time.perf_counter() - t0
     capped = sum("ConvergenceWarning" in type(w.message).__name__ or "iteration" in str(w.message) for w in caught)
-    return {"method": method, "seconds": round(wall, 2), "C": res.C, "val_acc": res.val_acc,
-            "train_acc": res.train_acc, "test_acc": res.test_acc, "convergence_warnings": capped}
+    return {
+        "method": method,
+        "seconds": round(wall, 2),
+        "C": res.C,
+        "val_acc": res.val_acc,
+        "train_acc": res.train_acc,
+        "test_acc": res.test_acc,
+        "convergence_warnings": capped,
+    }
 
 
 def main(argv=None) -> int:
@@ -79,22 +90,36 @@ def main(argv=None) -> int:
         threadpool_limits(args.threads)
     tr = data.load("fashion_mnist", "train", n=args.n_train, seed=0, progress=False)
     te = data.load("fashion_mnist", "test", progress=False)
-    result = {"benchmark": "probe_speed", "provenance": {
-        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "device": device_name("cpu"),
-        "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-        "maelab": maelab.__version__, "python": platform.python_version(), "git_commit": _git_commit(),
-        "argv": sys.argv[1:], "load_average": os.getloadavg(), "dataset_sha256": tr.meta["sha256"]},
+    result = {
+        "benchmark": "probe_speed",
+        "provenance": {
+            "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "device": device_name("cpu"),
+            "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "maelab": maelab.__version__,
+            "python": platform.python_version(),
+            "git_commit": _git_commit(),
+            "argv": sys.argv[1:],
+            "load_average": os.getloadavg(),
+            "dataset_sha256": tr.meta["sha256"],
+        },
         "setup": f"Fashion-MNIST {len(tr)} train (seed 0) / {len(te)} test; C grid {list(evaluate.DEFAULT_CS)}",
-        "results": []}
+        "results": [],
+    }
     for kind in args.features:
         xtr, xte = features(kind, tr, te)
         for method in ("logreg_torch", "logreg"):
             row = {"features": kind, "dim": int(xtr.shape[1]), **run_probe(method, xtr, tr.labels, xte, te.labels)}
             result["results"].append(row)
-            print(f"{kind:6s} d={row['dim']:4d} {method:13s} {row['seconds']:8.1f} s  C={row['C']:g}  "
-                  f"test {100 * row['test_acc']:.2f} %  val {[round(100 * v, 2) for v in row['val_acc'].values()]}"
-                  f"  warnings {row['convergence_warnings']}", flush=True)
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            print(
+                f"{kind:6s} d={row['dim']:4d} {method:13s} {row['seconds']:8.1f} s  C={row['C']:g}  "
+                f"test {100 * row['test_acc']:.2f} %  val {[round(100 * v, 2) for v in row['val_acc'].values()]}"
+                f"  warnings {row['convergence_warnings']}",
+                flush=True,
+            )
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = Path(args.out) if args.out else ROOT / "results" / f"probe_speed-cpu-{stamp}.json"
     with atomic_path(out) as tmp:
         tmp.write_text(json.dumps(result, indent=1, default=str) + "\n")

@@ -13,6 +13,7 @@ Usage::
     OMP_NUM_THREADS=2 python benchmarks/shapes_speed.py                  # 32x32 RGB and grey, 64x64 RGB
     python benchmarks/shapes_speed.py --threads 1 --sizes 32 --n 20000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,12 @@ ROOT = Path(__file__).resolve().parent
 
 def _git_commit():
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=10).stdout.strip() or None
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -51,9 +56,13 @@ def _time(n: int, repeats: int, **options) -> dict:
         ds = load("shapes", n=n, seed=r, progress=False, **options)
         times.append(time.perf_counter() - t0)
         assert len(ds) == n
-    return {"n": n, "options": options, "seconds": [round(t, 4) for t in times],
-            "images_per_s_median": round(n / statistics.median(times), 1),
-            "images_per_s_best": round(n / min(times), 1)}
+    return {
+        "n": n,
+        "options": options,
+        "seconds": [round(t, 4) for t in times],
+        "images_per_s_median": round(n / statistics.median(times), 1),
+        "images_per_s_best": round(n / min(times), 1),
+    }
 
 
 def main(argv=None) -> int:
@@ -69,10 +78,16 @@ def main(argv=None) -> int:
     result = {
         "benchmark": "shapes_speed",
         "provenance": {
-            "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "device": device_name("cpu"), "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "torch": torch.__version__, "maelab": maelab.__version__, "python": platform.python_version(),
-            "platform": platform.platform(), "git_commit": _git_commit(), "argv": sys.argv[1:],
+            "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "device": device_name("cpu"),
+            "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "maelab": maelab.__version__,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "git_commit": _git_commit(),
+            "argv": sys.argv[1:],
         },
         "units": "images per second (whole load('shapes') call, latents and masks included)",
         "target": ">= 20000 images/s at 32x32 on 2 CPU cores",
@@ -85,9 +100,11 @@ def main(argv=None) -> int:
         n = args.n if cfg["size"] <= 32 else max(512, args.n * 1024 // (cfg["size"] ** 2))
         row = _time(n, args.repeats, **cfg)
         result["results"].append(row)
-        print(f"size={cfg['size']:4d} channels={cfg['channels']} {'masks=False ' if 'masks' in cfg else ''}"
-              f"n={n}: median {row['images_per_s_median']:,.0f} img/s, best {row['images_per_s_best']:,.0f} img/s")
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        print(
+            f"size={cfg['size']:4d} channels={cfg['channels']} {'masks=False ' if 'masks' in cfg else ''}"
+            f"n={n}: median {row['images_per_s_median']:,.0f} img/s, best {row['images_per_s_best']:,.0f} img/s"
+        )
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = Path(args.out) if args.out else ROOT / "results" / f"shapes_speed-cpu-{stamp}.json"
     with atomic_path(out) as tmp:
         tmp.write_text(json.dumps(result, indent=1) + "\n")

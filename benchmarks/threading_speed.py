@@ -23,6 +23,7 @@ Usage::
     python benchmarks/threading_speed.py                       # all variants, with and without a competitor
     python benchmarks/threading_speed.py --steps 10 --policies default PASSIVE
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,48 +78,77 @@ def measure(policy: str, competitor: bool, size: str, batch: int, steps: int) ->
     order = "torch-first" if policy in ("default", "PASSIVE", "ACTIVE") else "maelab-first"
     comp = None
     if competitor:
-        comp = subprocess.Popen([sys.executable, "-c", CHILD, "torch-first", size, str(batch), "0"],
-                                env=_env("default"),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        comp = subprocess.Popen(
+            [sys.executable, "-c", CHILD, "torch-first", size, str(batch), "0"],
+            env=_env("default"),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(5)  # let it start training
     try:
-        out = subprocess.run([sys.executable, "-c", CHILD, order, size, str(batch), str(steps)], env=_env(policy),
-                             capture_output=True, text=True, check=True, timeout=1800).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, order, size, str(batch), str(steps)],
+            env=_env(policy),
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=1800,
+        ).stdout.split()
     finally:
         if comp is not None:
             comp.terminate()
             comp.wait()
-    return {"policy": policy, "competitor": competitor, "images_per_s": round(float(out[0]), 1),
-            "child_OMP_WAIT_POLICY": out[1], "threads": int(out[2])}
+    return {
+        "policy": policy,
+        "competitor": competitor,
+        "images_per_s": round(float(out[0]), 1),
+        "child_OMP_WAIT_POLICY": out[1],
+        "threads": int(out[2]),
+    }
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--policies", nargs="+", default=["default", "PASSIVE", "ACTIVE", "maelab-first"],
-                   choices=["default", "PASSIVE", "ACTIVE", "maelab-first"])
+    p.add_argument(
+        "--policies",
+        nargs="+",
+        default=["default", "PASSIVE", "ACTIVE", "maelab-first"],
+        choices=["default", "PASSIVE", "ACTIVE", "maelab-first"],
+    )
     p.add_argument("--size", default="small")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    result = {"benchmark": "threading_speed", "provenance": {
-        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
-        "python": platform.python_version(), "platform": platform.platform(), "argv": sys.argv[1:],
-        "load_average_start": os.getloadavg()}, "results": []}
+    result = {
+        "benchmark": "threading_speed",
+        "provenance": {
+            "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "cpu_count": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "argv": sys.argv[1:],
+            "load_average_start": os.getloadavg(),
+        },
+        "results": [],
+    }
     for r in range(args.repeats):
         for competitor in (False, True):
             for policy in args.policies:
                 row = measure(policy, competitor, args.size, args.batch_size, args.steps)
                 row["repeat"] = r
                 result["results"].append(row)
-                print(f"competitor={competitor!s:5s} policy={policy:12s} -> {row['images_per_s']:8.1f} img/s "
-                      f"(child OMP_WAIT_POLICY={row['child_OMP_WAIT_POLICY']}, {row['threads']} threads)", flush=True)
+                print(
+                    f"competitor={competitor!s:5s} policy={policy:12s} -> {row['images_per_s']:8.1f} img/s "
+                    f"(child OMP_WAIT_POLICY={row['child_OMP_WAIT_POLICY']}, {row['threads']} threads)",
+                    flush=True,
+                )
     result["provenance"]["load_average_end"] = os.getloadavg()
     sys.path.insert(0, str(ROOT.parent / "src"))
     from maelab._util import atomic_path
 
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = Path(args.out) if args.out else ROOT / "results" / f"threading_speed-cpu-{stamp}.json"
     with atomic_path(out) as tmp:
         tmp.write_text(json.dumps(result, indent=1) + "\n")

@@ -33,6 +33,7 @@ Usage::
     python benchmarks/train_speed.py --quick                 # a few iterations (CPU: ViT-Base 2 iterations)
     python benchmarks/train_speed.py --configs micro32 vit_tiny32 --iters 50
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,24 +78,49 @@ class LightlyMAE(nn.Module):
     (forward -> dict with ``loss`` and ``features``) so the same trainer drives it. Norm-pix targets, loss on masked
     patches only, as the maelab model. lightly draws masks from the global RNG (``generator`` is ignored)."""
 
-    def __init__(self, img_size, patch_size, in_chans, embed_dim, depth, num_heads, decoder_embed_dim,
-                 decoder_depth, decoder_num_heads, mask_ratio=0.75, mlp_ratio=4.0):
+    def __init__(
+        self,
+        img_size,
+        patch_size,
+        in_chans,
+        embed_dim,
+        depth,
+        num_heads,
+        decoder_embed_dim,
+        decoder_depth,
+        decoder_num_heads,
+        mask_ratio=0.75,
+        mlp_ratio=4.0,
+    ):
         super().__init__()
         from lightly.models.modules import MaskedVisionTransformerDecoderTIMM, MaskedVisionTransformerTIMM
         from timm.models.vision_transformer import VisionTransformer
 
-        vit = VisionTransformer(img_size=img_size, patch_size=patch_size, in_chans=in_chans, embed_dim=embed_dim,
-                                depth=depth, num_heads=num_heads, mlp_ratio=mlp_ratio, qkv_bias=True,
-                                num_classes=0, norm_layer=partial(nn.LayerNorm, eps=1e-6))
+        vit = VisionTransformer(
+            img_size=img_size,
+            patch_size=patch_size,
+            in_chans=in_chans,
+            embed_dim=embed_dim,
+            depth=depth,
+            num_heads=num_heads,
+            mlp_ratio=mlp_ratio,
+            qkv_bias=True,
+            num_classes=0,
+            norm_layer=partial(nn.LayerNorm, eps=1e-6),
+        )
         self.img_size, self.patch_size, self.in_chans, self.embed_dim = img_size, patch_size, in_chans, embed_dim
         self.mask_ratio = mask_ratio
         self.backbone = MaskedVisionTransformerTIMM(vit=vit)
         self.sequence_length = self.backbone.sequence_length
         self.decoder_embed = nn.Linear(embed_dim, decoder_embed_dim)
         self.decoder = MaskedVisionTransformerDecoderTIMM(
-            num_patches=vit.patch_embed.num_patches, embed_dim=decoder_embed_dim, depth=decoder_depth,
-            num_heads=decoder_num_heads, mlp_ratio=mlp_ratio)
-        self.decoder_pred = nn.Linear(decoder_embed_dim, patch_size ** 2 * in_chans)
+            num_patches=vit.patch_embed.num_patches,
+            embed_dim=decoder_embed_dim,
+            depth=decoder_depth,
+            num_heads=decoder_num_heads,
+            mlp_ratio=mlp_ratio,
+        )
+        self.decoder_pred = nn.Linear(decoder_embed_dim, patch_size**2 * in_chans)
 
     def forward(self, imgs, mask_ratio=None, generator=None):
         from lightly.models import utils
@@ -126,8 +152,18 @@ def _maelab_model(spec):
 def _lightly_model(m):
     c = m.config
     torch.manual_seed(0)
-    return LightlyMAE(c["img_size"], c["patch_size"], c["in_chans"], c["embed_dim"], c["depth"], c["num_heads"],
-                      c["decoder_embed_dim"], c["decoder_depth"], c["decoder_num_heads"], c["mask_ratio"])
+    return LightlyMAE(
+        c["img_size"],
+        c["patch_size"],
+        c["in_chans"],
+        c["embed_dim"],
+        c["depth"],
+        c["num_heads"],
+        c["decoder_embed_dim"],
+        c["decoder_depth"],
+        c["decoder_num_heads"],
+        c["mask_ratio"],
+    )
 
 
 class _Data:
@@ -200,15 +236,21 @@ def _flops_per_step(model, batch) -> int | None:
 def cuda_missing(device_arg: str) -> str | None:
     """The one-line message when ``device_arg`` asks for CUDA on a machine without it, else None."""
     if str(device_arg).startswith("cuda") and not torch.cuda.is_available():
-        return (f"train_speed: --device {device_arg} needs a CUDA GPU, but torch.cuda.is_available() is False on "
-                "this machine; run with --device cpu (or on a machine with a GPU)")
+        return (
+            f"train_speed: --device {device_arg} needs a CUDA GPU, but torch.cuda.is_available() is False on "
+            "this machine; run with --device cpu (or on a machine with a GPU)"
+        )
     return None
 
 
 def _git_commit():
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=10).stdout.strip() or None
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or None
+        )
     except Exception:  # noqa: BLE001
         return None
 
@@ -237,29 +279,40 @@ def main(argv=None) -> int:
     from timm.layers import use_fused_attn
 
     try:
-        import lightly  # noqa: F401
         from importlib.metadata import version as _v
+
+        import lightly  # noqa: F401
 
         lightly_version = None if args.no_lightly else _v("lightly")
     except ImportError:
         lightly_version = None
     plan = PLAN[(device.type, args.quick)]
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     result = {
         "benchmark": "train_speed",
         "provenance": {
-            "date_utc": now.isoformat(timespec="seconds"), "device": device_name(device),
-            "device_type": device.type, "torch": torch.__version__, "timm": timm.__version__,
-            "maelab": maelab.__version__, "lightly": lightly_version, "python": platform.python_version(),
-            "platform": platform.platform(), "torch_threads": torch.get_num_threads(),
-            "cuda": torch.version.cuda if device.type == "cuda" else None, "git_commit": _git_commit(),
-            "argv": sys.argv[1:] if argv is None else list(argv), "quick": args.quick,
+            "date_utc": now.isoformat(timespec="seconds"),
+            "device": device_name(device),
+            "device_type": device.type,
+            "torch": torch.__version__,
+            "timm": timm.__version__,
+            "maelab": maelab.__version__,
+            "lightly": lightly_version,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "torch_threads": torch.get_num_threads(),
+            "cuda": torch.version.cuda if device.type == "cuda" else None,
+            "git_commit": _git_commit(),
+            "argv": sys.argv[1:] if argv is None else list(argv),
+            "quick": args.quick,
             "amp": "bf16 autocast" if device.type == "cuda" else "off (float32)",
-            "fused_attention": bool(use_fused_attn()), "tf32": device.type == "cuda",
-            "peak_flops_per_s": peak, "peak_source": peak_source,
+            "fused_attention": bool(use_fused_attn()),
+            "tf32": device.type == "cuda",
+            "peak_flops_per_s": peak,
+            "peak_source": peak_source,
         },
         "units": "images per second (training: forward + backward + AdamW step); mfu = model FLOPs (forward + "
-                 "backward, maelab.cost.step_flops) per second / peak_flops_per_s",
+        "backward, maelab.cost.step_flops) per second / peak_flops_per_s",
         "results": {},
     }
     for name in args.configs:
@@ -283,23 +336,37 @@ def main(argv=None) -> int:
             t_tr = bench_trainer(mod, data, batch, device)
             t_bare = bench_bare(make(), data, batch, iters, max(1, min(3, iters)), device)
             fl = _flops_per_step(make(), batch)
-            row[who] = {"trainer_images_per_s": round(t_tr, 2), "bare_images_per_s": round(t_bare, 2),
-                        "flops_per_step": fl,
-                        "trainer_mfu": None if fl is None else mfu(fl, batch, t_tr, peak),
-                        "bare_mfu": None if fl is None else mfu(fl, batch, t_bare, peak)}
-            shown = "" if fl is None else f"   MFU trainer {100 * row[who]['trainer_mfu']:.2f} % " \
-                f"bare {100 * row[who]['bare_mfu']:.2f} %"
-            print(f"{name:12s} {who:8s} B={batch:<5d} trainer {t_tr:10.1f} img/s   bare {t_bare:10.1f} img/s{shown}",
-                  flush=True)
+            row[who] = {
+                "trainer_images_per_s": round(t_tr, 2),
+                "bare_images_per_s": round(t_bare, 2),
+                "flops_per_step": fl,
+                "trainer_mfu": None if fl is None else mfu(fl, batch, t_tr, peak),
+                "bare_mfu": None if fl is None else mfu(fl, batch, t_bare, peak),
+            }
+            shown = (
+                ""
+                if fl is None
+                else f"   MFU trainer {100 * row[who]['trainer_mfu']:.2f} % bare {100 * row[who]['bare_mfu']:.2f} %"
+            )
+            print(
+                f"{name:12s} {who:8s} B={batch:<5d} trainer {t_tr:10.1f} img/s   bare {t_bare:10.1f} img/s{shown}",
+                flush=True,
+            )
             del mod
             if device.type == "cuda":
                 torch.cuda.empty_cache()
         if "lightly" in row and isinstance(row["lightly"], dict):
-            row["maelab_over_lightly_trainer"] = round(row["maelab"]["trainer_images_per_s"]
-                                                       / row["lightly"]["trainer_images_per_s"], 3)
+            row["maelab_over_lightly_trainer"] = round(
+                row["maelab"]["trainer_images_per_s"] / row["lightly"]["trainer_images_per_s"], 3
+            )
         result["results"][name] = row
-    out = Path(args.out) if args.out else ROOT / "results" / (
-        f"train_speed-{device.type}{'-quick' if args.quick else ''}-{now.strftime('%Y%m%dT%H%M%SZ')}.json")
+    out = (
+        Path(args.out)
+        if args.out
+        else ROOT
+        / "results"
+        / (f"train_speed-{device.type}{'-quick' if args.quick else ''}-{now.strftime('%Y%m%dT%H%M%SZ')}.json")
+    )
     with atomic_path(out) as tmp:
         Path(tmp).write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {out}")

@@ -20,6 +20,7 @@ such runs are flagged ``disturbed`` and the summary gives the ratio with and wit
 Usage: ``PYTHONPATH=src python scripts/check_cost_model.py [--results data/results] [--csv out.csv]``. Prints one
 row per result and one summary row per notebook (ratio = predicted / measured; the issue asks for 1/1.5..1.5).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,15 +70,21 @@ def zhang_umae(results: Path, name: str):
     for _, row in fr["runs"].iterrows():
         if row["variant"] == "random":
             evals = 2 * (base.n_train + base.n_test)
-            runs.append(cost.PlannedRun(f"random s{row['seed']}", size=base.size, img_size=base.img_size,
-                                        channels=base.channels, eval_images=evals))
+            runs.append(
+                cost.PlannedRun(
+                    f"random s{row['seed']}",
+                    size=base.size,
+                    img_size=base.img_size,
+                    channels=base.channels,
+                    eval_images=evals,
+                )
+            )
             measured.append(None)
             continue
         fields = ast.literal_eval(c["variants"][row["variant"]])
         spec = dataclasses.replace(base, **fields, seed=int(row["seed"]))
         extra = (base.n_train + base.n_test) + 2 * len(rank_eps) * base.n_test  # 2nd pool; ranks (both pools)
-        runs.append(_run(spec, f"{row['variant']} s{row['seed']}", extra_eval_images=extra,
-                         finetune_epochs=ft_epochs))
+        runs.append(_run(spec, f"{row['variant']} s{row['seed']}", extra_eval_images=extra, finetune_epochs=ft_epochs))
         measured.append(float(row["train_seconds"]))
     return runs, measured, rec["provenance"]["wall_time_s"]
 
@@ -98,12 +105,24 @@ def bisulco_sweeps(results: Path, name: str):
     runs = []
     for enc, dec, patch, mask, seed in c["cells"]:
         key = dec == st["key_decoder_depth"] and patch == st["patch_size"] and mask == st["mask_ratio"]
-        spec = PretrainSpec(dataset=st["dataset"], n_train=st["n_train"], n_test=st["n_test"], img_size=st["img_size"],
-                            channels=1, model="mae", size=st["size"],
-                            model_overrides=(("decoder_depth", dec), ("depth", enc), ("patch_size", patch)),
-                            epochs=e, batch_size=st["batch_size"], blr=st["blr"], warmup_epochs=1.0, mask_ratio=mask,
-                            seed=seed, snapshot_epochs=snaps if key else (),
-                            finetune_epochs=st["finetune_epochs"] if key and seed == seeds[0] else 0)
+        spec = PretrainSpec(
+            dataset=st["dataset"],
+            n_train=st["n_train"],
+            n_test=st["n_test"],
+            img_size=st["img_size"],
+            channels=1,
+            model="mae",
+            size=st["size"],
+            model_overrides=(("decoder_depth", dec), ("depth", enc), ("patch_size", patch)),
+            epochs=e,
+            batch_size=st["batch_size"],
+            blr=st["blr"],
+            warmup_epochs=1.0,
+            mask_ratio=mask,
+            seed=seed,
+            snapshot_epochs=snaps if key else (),
+            finetune_epochs=st["finetune_epochs"] if key and seed == seeds[0] else 0,
+        )
         runs.append(_run(spec, f"enc{enc} dec{dec} p{patch} m{mask} s{seed}"))
     return runs, [float(t) for t in fr["runs"]["train_seconds"]], rec["provenance"]["wall_time_s"]
 
@@ -112,11 +131,22 @@ def bisulco_jacobians(results: Path, name: str):
     rec, _ = _load(results, "bisulco_jacobians", name)
     c = rec["provenance"]["config"]
     st = c["settings"]
-    spec = PretrainSpec(dataset="natural", n_train=st["n_train"], n_test=st["n_images"], img_size=st["img_size"],
-                        channels=1, model="mae", size=st["model_size"],
-                        model_overrides=(("norm_pix_loss", False), ("patch_size", c["p"])), epochs=st["epochs"],
-                        batch_size=st["batch_size"], blr=st["blr"], warmup_epochs=st["warmup_epochs"],
-                        mask_ratio=c["m"], seed=int(rec["provenance"]["seeds"][0]))
+    spec = PretrainSpec(
+        dataset="natural",
+        n_train=st["n_train"],
+        n_test=st["n_images"],
+        img_size=st["img_size"],
+        channels=1,
+        model="mae",
+        size=st["model_size"],
+        model_overrides=(("norm_pix_loss", False), ("patch_size", c["p"])),
+        epochs=st["epochs"],
+        batch_size=st["batch_size"],
+        blr=st["blr"],
+        warmup_epochs=st["warmup_epochs"],
+        mask_ratio=c["m"],
+        seed=int(rec["provenance"]["seeds"][0]),
+    )
     # unlabelled (no online probe, no probes); the Jacobians are autograd work the model does not count
     run = dataclasses.replace(_run(spec, name, online_eval=False), eval_images=0)
     return [run], [float(rec["data"]["train_seconds"])], rec["provenance"]["wall_time_s"]
@@ -126,9 +156,23 @@ RESULTS = {
     "zhang_umae": (zhang_umae, ["compare_shapes", "compare_mnist10k", "investigate_shapes"]),
     "zhang_ablations": (zhang_ablations, ["lambda_sweep", "simmim", "no_mask"]),
     "bisulco_sweeps": (bisulco_sweeps, ["depth_grid", "patch_mask_grid"]),
-    "bisulco_jacobians": (bisulco_jacobians, [f"mae_m{m}_p{p}_s0" for m, p in
-                                              (("000", 8), ("010", 8), ("030", 8), ("050", 8), ("070", 8),
-                                               ("080", 4), ("080", 8), ("080", 16), ("090", 8))]),
+    "bisulco_jacobians": (
+        bisulco_jacobians,
+        [
+            f"mae_m{m}_p{p}_s0"
+            for m, p in (
+                ("000", 8),
+                ("010", 8),
+                ("030", 8),
+                ("050", 8),
+                ("070", 8),
+                ("080", 4),
+                ("080", 8),
+                ("080", 16),
+                ("090", 8),
+            )
+        ],
+    ),
 }
 
 
@@ -147,19 +191,35 @@ def check(results: Path, device: cost.Device) -> tuple[pd.DataFrame, pd.DataFram
             preds = [cost.predict(r, device) for r in runs]
             trained = [(r, p, m) for r, p, m in zip(runs, preds, meas) if m is not None]
             for r, p, m in trained:
-                per_run.append({"notebook": nb, "result": name, "run": r.label, "config": _config(r.label),
-                                "train s (measured)": m, "train s (predicted)": p["train_s"],
-                                "ratio": p["train_s"] / m})
+                per_run.append(
+                    {
+                        "notebook": nb,
+                        "result": name,
+                        "run": r.label,
+                        "config": _config(r.label),
+                        "train s (measured)": m,
+                        "train s (predicted)": p["train_s"],
+                        "ratio": p["train_s"] / m,
+                    }
+                )
             train_meas = sum(m for _, _, m in trained)
             train_pred = sum(p["train_s"] for _, p, _ in trained)
             total_pred = sum(p["seconds"] for p in preds)
             resumed = train_meas > wall
-            rows.append({"notebook": nb, "result": name, "runs": len(trained),
-                         "train min (measured)": train_meas / 60, "train min (predicted)": train_pred / 60,
-                         "train ratio": train_pred / train_meas,
-                         "wall min (measured)": wall / 60, "total min (predicted)": total_pred / 60,
-                         "wall ratio": float("nan") if resumed else total_pred / wall,
-                         "note": "resumed (training cached)" if resumed else ""})
+            rows.append(
+                {
+                    "notebook": nb,
+                    "result": name,
+                    "runs": len(trained),
+                    "train min (measured)": train_meas / 60,
+                    "train min (predicted)": train_pred / 60,
+                    "train ratio": train_pred / train_meas,
+                    "wall min (measured)": wall / 60,
+                    "total min (predicted)": total_pred / 60,
+                    "wall ratio": float("nan") if resumed else total_pred / wall,
+                    "note": "resumed (training cached)" if resumed else "",
+                }
+            )
     pr = pd.DataFrame(per_run)
     med = pr.groupby(["notebook", "config"])["train s (measured)"].transform("median")
     pr["disturbed"] = pr["train s (measured)"] > 2 * med
@@ -172,13 +232,21 @@ def summary(df: pd.DataFrame, pr: pd.DataFrame) -> pd.DataFrame:
         fresh = g[g["note"] == ""]
         r = pr[pr["notebook"] == nb]
         ok = r[~r["disturbed"]]
-        within = ((r["ratio"] >= 1 / 1.5) & (r["ratio"] <= 1.5))
-        out.append({"notebook": nb, "runs": len(r), "disturbed runs": int(r["disturbed"].sum()),
-                    "train ratio (all runs)": r["train s (predicted)"].sum() / r["train s (measured)"].sum(),
-                    "train ratio (undisturbed)": ok["train s (predicted)"].sum() / ok["train s (measured)"].sum(),
-                    "median run ratio": r["ratio"].median(), "runs within x1.5": f"{int(within.sum())}/{len(r)}",
-                    "wall ratio (fresh results)": float("nan") if not len(fresh) else
-                    fresh["total min (predicted)"].sum() / fresh["wall min (measured)"].sum()})
+        within = (r["ratio"] >= 1 / 1.5) & (r["ratio"] <= 1.5)
+        out.append(
+            {
+                "notebook": nb,
+                "runs": len(r),
+                "disturbed runs": int(r["disturbed"].sum()),
+                "train ratio (all runs)": r["train s (predicted)"].sum() / r["train s (measured)"].sum(),
+                "train ratio (undisturbed)": ok["train s (predicted)"].sum() / ok["train s (measured)"].sum(),
+                "median run ratio": r["ratio"].median(),
+                "runs within x1.5": f"{int(within.sum())}/{len(r)}",
+                "wall ratio (fresh results)": float("nan")
+                if not len(fresh)
+                else fresh["total min (predicted)"].sum() / fresh["wall min (measured)"].sum(),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -193,8 +261,10 @@ def main(argv=None) -> int:
         print(cal.frame().to_string(index=False))
         df, pr = check(Path(args.results), cost.cpu_device(cal))
         print(df.to_string(index=False))
-        print("disturbed runs:", pr[pr["disturbed"]][["result", "run", "train s (measured)", "ratio"]].to_string(
-            index=False))
+        print(
+            "disturbed runs:",
+            pr[pr["disturbed"]][["result", "run", "train s (measured)", "ratio"]].to_string(index=False),
+        )
         print(summary(df, pr).to_string(index=False))
     if args.csv:
         df.to_csv(args.csv, index=False)

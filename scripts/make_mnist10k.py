@@ -20,6 +20,7 @@ Output (``np.savez_compressed``; plain arrays only, so ``np.load(allow_pickle=Fa
 - ``images_sha256``: hex digest of ``images.tobytes()`` (the loader verifies it)
 - ``source``, ``source_sha1``, ``source_sha256``: where the pixels came from (tarball name and digests)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,17 +63,31 @@ def stratified_split(labels: np.ndarray, n_test: int = N_TEST) -> tuple[np.ndarr
     return train_idx.astype(np.int64), test_idx.astype(np.int64)
 
 
-def convert(json_texts: dict[int, str], out: str | Path, *, source: str = SOURCE, source_sha1: str = "",
-            source_sha256: str = "", n_test: int = N_TEST) -> Path:
+def convert(
+    json_texts: dict[int, str],
+    out: str | Path,
+    *,
+    source: str = SOURCE,
+    source_sha1: str = "",
+    source_sha256: str = "",
+    n_test: int = N_TEST,
+) -> Path:
     """Write the npz atomically (a temp file renamed into place; nothing half-written on failure)."""
     images, labels = read_digits(json_texts)
     train_idx, test_idx = stratified_split(labels, n_test)
     out = Path(out)
     with atomic_path(out, suffix=".npz") as tmp:
         np.savez_compressed(
-            tmp, images=images, labels=labels, train_idx=train_idx, test_idx=test_idx,
+            tmp,
+            images=images,
+            labels=labels,
+            train_idx=train_idx,
+            test_idx=test_idx,
             images_sha256=np.array(hashlib.sha256(images.tobytes()).hexdigest()),
-            source=np.array(source), source_sha1=np.array(source_sha1), source_sha256=np.array(source_sha256))
+            source=np.array(source),
+            source_sha1=np.array(source_sha1),
+            source_sha256=np.array(source_sha256),
+        )
     return out
 
 
@@ -95,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     out = convert(json_from_tarball(args.tarball), args.out, source_sha1=sha1, source_sha256=sha256)
     with np.load(out, allow_pickle=False) as z:
         counts = np.bincount(z["labels"], minlength=10)
-        print(f"wrote {out}: {len(z['labels'])} images, per class {counts.tolist()}, "
-              f"train {len(z['train_idx'])} / test {len(z['test_idx'])}")
+        print(
+            f"wrote {out}: {len(z['labels'])} images, per class {counts.tolist()}, "
+            f"train {len(z['train_idx'])} / test {len(z['test_idx'])}"
+        )
     print(f"source tarball sha1 {sha1}\nsource tarball sha256 {sha256}")
     return 0
 

@@ -33,6 +33,7 @@ rewrite the claims records with the new source hashes. A second run of this scri
 
 Usage: ``PYTHONPATH=src python scripts/migrate_result_keys.py [--dry-run]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,9 @@ from pathlib import Path
 from maelab import book, profiles, store
 from maelab._util import atomic_path
 
-REASON = ("a result hashes only the settings it reads (before: the notebook's whole settings dict was part of "
-          "every config)")
+REASON = (
+    "a result hashes only the settings it reads (before: the notebook's whole settings dict was part of every config)"
+)
 
 
 def committed_runs(root: Path) -> list[tuple[str, str]]:
@@ -133,8 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         why = rekey(req, commit, a.dry_run, rekeyed)
         label = f"{req['notebook']}/{req['name']}.{req['profile']}"
         if why is None:
-            print(f"re-keyed {label}: {req['stored_hash']} -> {req['config_hash']}" + (" (dry run)" if a.dry_run
-                                                                                        else ""))
+            print(
+                f"re-keyed {label}: {req['stored_hash']} -> {req['config_hash']}" + (" (dry run)" if a.dry_run else "")
+            )
         else:
             refused += 1
             print(f"REFUSED {label}: {why}", file=sys.stderr)

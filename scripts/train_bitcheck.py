@@ -15,6 +15,7 @@ Usage (the baseline from a commit, without touching the working tree)::
 
 About 15 s per ``run`` on one CPU core.
 """
+
 from __future__ import annotations
 
 import sys
@@ -60,29 +61,82 @@ def run(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     tr, te = data.load("shapes", "train", n=256, seed=0), data.load("shapes", "test", n=64, seed=0)
     for name, kw in CONFIGS.items():
-        cfg = T.TrainConfig(**{**dict(epochs=4, batch_size=32, blr=1.5e-3, warmup_epochs=1, seed=7, eval_every=2,
-                                      snapshot_epochs=(0, 2), checkpoint_every_iters=3), **kw})
+        cfg = T.TrainConfig(
+            **{
+                **dict(
+                    epochs=4,
+                    batch_size=32,
+                    blr=1.5e-3,
+                    warmup_epochs=1,
+                    seed=7,
+                    eval_every=2,
+                    snapshot_epochs=(0, 2),
+                    checkpoint_every_iters=3,
+                ),
+                **kw,
+            }
+        )
         with tempfile.TemporaryDirectory() as d:
-            full = T.train(models.create("umae", "micro", seed=1), tr, cfg, eval_data=te, checkpoint_dir=d,
-                           device="cpu", progress=False)
+            full = T.train(
+                models.create("umae", "micro", seed=1),
+                tr,
+                cfg,
+                eval_data=te,
+                checkpoint_dir=d,
+                device="cpu",
+                progress=False,
+            )
         with tempfile.TemporaryDirectory() as d:
             try:  # step 19 = epoch 3, iteration 3; the last checkpoint is at step 18
-                T.train(_crashing(models.create("umae", "micro", seed=1), 19), tr, cfg, eval_data=te,
-                        checkpoint_dir=d, device="cpu", progress=False)
+                T.train(
+                    _crashing(models.create("umae", "micro", seed=1), 19),
+                    tr,
+                    cfg,
+                    eval_data=te,
+                    checkpoint_dir=d,
+                    device="cpu",
+                    progress=False,
+                )
             except _Crash:
                 pass
             torch.manual_seed(999)
-            resumed = T.train(models.create("umae", "micro", seed=1), tr, cfg, eval_data=te, checkpoint_dir=d,
-                              device="cpu", progress=False)
+            resumed = T.train(
+                models.create("umae", "micro", seed=1),
+                tr,
+                cfg,
+                eval_data=te,
+                checkpoint_dir=d,
+                device="cpu",
+                progress=False,
+            )
         assert resumed.resumed_from == (2, 2), resumed.resumed_from
         for kind, res in (("full", full), ("resumed", resumed)):
-            torch.save({"model": _state(res.model), "probe": _state(res.probe), "history": _strip(res.history),
-                        "snapshots": {str(k): v for k, v in res.snapshots.items()}}, out / f"{name}_{kind}.pt")
-        ft = T.fine_tune(full.model, tr, te, T.FineTuneConfig(epochs=2, batch_size=32, warmup_epochs=1, seed=3,
-                                                              augment=True, label_smoothing=0.1),
-                         device="cpu", progress=False)
-        torch.save({"model": _state(ft.model), "head": _state(ft.head), "history": _strip(ft.history),
-                    "test_acc": ft.test_acc}, out / f"{name}_finetune.pt")
+            torch.save(
+                {
+                    "model": _state(res.model),
+                    "probe": _state(res.probe),
+                    "history": _strip(res.history),
+                    "snapshots": {str(k): v for k, v in res.snapshots.items()},
+                },
+                out / f"{name}_{kind}.pt",
+            )
+        ft = T.fine_tune(
+            full.model,
+            tr,
+            te,
+            T.FineTuneConfig(epochs=2, batch_size=32, warmup_epochs=1, seed=3, augment=True, label_smoothing=0.1),
+            device="cpu",
+            progress=False,
+        )
+        torch.save(
+            {
+                "model": _state(ft.model),
+                "head": _state(ft.head),
+                "history": _strip(ft.history),
+                "test_acc": ft.test_acc,
+            },
+            out / f"{name}_finetune.pt",
+        )
     print("wrote", sorted(p.name for p in out.glob("*.pt")))
 
 

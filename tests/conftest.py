@@ -1,4 +1,5 @@
 """Fixtures shared by several test modules."""
+
 import pytest
 
 

@@ -1,4 +1,5 @@
 """The FLOP / MFU arithmetic of benchmarks/train_speed.py and its one-line failure without CUDA (no timings)."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,6 +1,7 @@
 """The book end to end: every notebook executes with profile=smoke (results in a temp folder only), a bad
 parameter injected through papermill fails with one line, the book builds strictly, and headless Chromium sees
 typeset maths on the built pages."""
+
 import os
 import re
 import shutil
@@ -64,10 +65,13 @@ def test_scoreboard_reads_stored_evidence(smoke_run, monkeypatch):
     assert board.loc["bisulco.eq19_21_sinc", "profile"] == "smoke"
 
 
-@pytest.mark.parametrize("params, expected", [
-    ({"profile": "huge"}, "ParameterError: profile must be one of 'smoke', 'cpu', 'gpu'; got 'huge'"),
-    ({"profile": "smoke", "mask_ratio": 1.5}, "ParameterError: mask_ratio must be a number in (0.0, 1.0); got 1.5"),
-])
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        ({"profile": "huge"}, "ParameterError: profile must be one of 'smoke', 'cpu', 'gpu'; got 'huge'"),
+        ({"profile": "smoke", "mask_ratio": 1.5}, "ParameterError: mask_ratio must be a number in (0.0, 1.0); got 1.5"),
+    ],
+)
 def test_bad_parameter_injected_by_papermill_fails_in_one_line(tmp_path, monkeypatch, params, expected):
     monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path / "results"))
     with pytest.raises(book.NotebookFailed) as e:
@@ -75,7 +79,9 @@ def test_bad_parameter_injected_by_papermill_fails_in_one_line(tmp_path, monkeyp
     msg = str(e.value)
     assert "\n" not in msg
     # the cell is named: papermill's index (markdown cells count), its execution count and first line
-    assert msg.startswith("notebook masking (notebooks/masking.md) failed in cell 3 (execution count 3, `import numpy as np`): ")
+    assert msg.startswith(
+        "notebook masking (notebooks/masking.md) failed in cell 3 (execution count 3, `import numpy as np`): "
+    )
     assert msg.endswith(expected)
     assert not (tmp_path / "results").exists()  # failed before computing anything
 
@@ -110,10 +116,22 @@ def _chromium():
 @pytest.mark.parametrize("page", ["index.html", "notebooks/masking.html"])
 def test_pages_load_and_maths_is_typeset_in_chromium(site, page, tmp_path):
     exe = _chromium()
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--disable-quic", f"--user-data-dir={tmp_path}",
-           "--allow-file-access-from-files", "--virtual-time-budget=15000", "--dump-dom",
-           (site / page).resolve().as_uri()]
+    cmd = [
+        exe,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        f"--user-data-dir={tmp_path}",
+        "--allow-file-access-from-files",
+        "--virtual-time-budget=15000",
+        "--dump-dom",
+        (site / page).resolve().as_uri(),
+    ]
     dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
     assert "<title>" in dom and "maelab" in dom
     n = len(re.findall(r"<mjx-container", dom))

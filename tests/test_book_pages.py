@@ -1,5 +1,6 @@
 """What a rendered page shows, without building the book: the settings table, the hidden injected-parameters cell,
 and progress bars that do not need ipywidgets."""
+
 import dataclasses
 import warnings
 from html.parser import HTMLParser
@@ -51,8 +52,12 @@ def test_settings_table_from_a_dict_is_collapsible_and_escaped():
     assert "<b>x</b>" not in html  # values are escaped, never injected as markup
     p = _parse(html)
     assert p.summary == "Settings: profile cpu · device cpu (x86_64)"
-    assert p.rows[:4] == [["profile", "cpu", ""], ["device", "cpu (x86_64)", ""], ["commit", "abc1234567", ""],
-                          ["wall time", "3.0 s", ""]]
+    assert p.rows[:4] == [
+        ["profile", "cpu", ""],
+        ["device", "cpu (x86_64)", ""],
+        ["commit", "abc1234567", ""],
+        ["wall time", "3.0 s", ""],
+    ]
     assert p.rows[4:] == [["D", "64", ""], ["patch_sizes", "(2, 4)", ""], ["name", "'<b>x</b>'", ""]]
 
 
@@ -70,23 +75,35 @@ def test_settings_table_from_a_dataclass_shows_each_meaning():
 
 def test_page_provenance_sums_wall_time_and_lists_devices_and_commits():
     def res(dev, commit, dirty, wall, stored):
-        return SimpleNamespace(provenance={"device": dev, "git": {"commit": commit, "dirty": dirty},
-                                           "wall_time_s": wall}, from_store=stored)
+        return SimpleNamespace(
+            provenance={"device": dev, "git": {"commit": commit, "dirty": dirty}, "wall_time_s": wall},
+            from_store=stored,
+        )
 
-    ctx = SimpleNamespace(profile="gpu", results=[res("NVIDIA H100", "0123456789abcdef", False, 1.25, True),
-                                                  res("NVIDIA H100", "0123456789abcdef", False, 2.5, False),
-                                                  res("cpu (x86_64)", "fedcba9876543210", True, 0.25, True)])
+    ctx = SimpleNamespace(
+        profile="gpu",
+        results=[
+            res("NVIDIA H100", "0123456789abcdef", False, 1.25, True),
+            res("NVIDIA H100", "0123456789abcdef", False, 2.5, False),
+            res("cpu (x86_64)", "fedcba9876543210", True, 0.25, True),
+        ],
+    )
     assert book.page_provenance(ctx) == {
-        "profile": "gpu", "device": "NVIDIA H100; cpu (x86_64)", "commit": "0123456789, fedcba9876+dirty",
-        "wall time": "4.0 s over 3 results (2 loaded from the store)"}
+        "profile": "gpu",
+        "device": "NVIDIA H100; cpu (x86_64)",
+        "commit": "0123456789, fedcba9876+dirty",
+        "wall time": "4.0 s over 3 results (2 loaded from the store)",
+    }
     assert book.page_provenance(SimpleNamespace(profile="cpu", results=[]))["wall time"] == "—"
 
 
 def test_staging_hides_the_injected_parameters_cell(tmp_path: Path):
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("profile = 'cpu'", metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell("# Parameters\nprofile = 'gpu'", metadata={"tags": ["injected-parameters"]}),
-                nbformat.v4.new_code_cell("x = 1")]
+    nb.cells = [
+        nbformat.v4.new_code_cell("profile = 'cpu'", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("# Parameters\nprofile = 'gpu'", metadata={"tags": ["injected-parameters"]}),
+        nbformat.v4.new_code_cell("x = 1"),
+    ]
     src, dst = tmp_path / "a.ipynb", tmp_path / "b.ipynb"
     nbformat.write(nb, src)
     book._hide_injected_parameters(src, dst)

@@ -1,4 +1,5 @@
 """maelab.claims: verdicts computed from evidence by each criterion."""
+
 import dataclasses
 import math
 
@@ -106,8 +107,9 @@ def _registry_at(commit: str) -> dict:
 
     root = Path(__file__).resolve().parents[1]
     try:
-        src = subprocess.run(["git", "show", f"{commit}:src/maelab/claims.py"], cwd=root, capture_output=True,
-                             text=True, check=True).stdout
+        src = subprocess.run(
+            ["git", "show", f"{commit}:src/maelab/claims.py"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         pytest.skip(f"git history with commit {commit[:10]} not available")
     mod = types.ModuleType("maelab._claims_rows_in_core")
@@ -122,8 +124,18 @@ def _registry_at(commit: str) -> dict:
 
 def _row(c) -> tuple:
     crit = c.criterion
-    return (c.id, c.paper, c.where, c.statement, c.paper_value, type(crit).__name__,
-            dataclasses.asdict(crit), crit.text, c.notebook, c.measure)
+    return (
+        c.id,
+        c.paper,
+        c.where,
+        c.statement,
+        c.paper_value,
+        type(crit).__name__,
+        dataclasses.asdict(crit),
+        crit.text,
+        c.notebook,
+        c.measure,
+    )
 
 
 def test_registry_has_the_rows_the_core_had_before_they_moved_to_the_papers():

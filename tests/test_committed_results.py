@@ -3,6 +3,7 @@
 book with the committed profiles finds it instead of recomputing it. The end-to-end proof (every notebook executed
 with ``--no-compute``) is ``python -m maelab.book run --profile auto --no-compute``; one cheap notebook runs it
 here."""
+
 import json
 import shutil
 
@@ -43,8 +44,18 @@ def test_no_compute_run_of_one_notebook(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path / "results"))
     shutil.copytree(ROOT / "bisulco_ising", tmp_path / "results" / "bisulco_ising")
     before = {p.name: p.read_bytes() for p in (tmp_path / "results" / "bisulco_ising").iterdir()}
-    args = ["run", "--profile", "cpu", "--only", "bisulco_ising", "--no-compute", "--out", str(tmp_path / "ex"),
-            "--results-dir", str(tmp_path / "results")]
+    args = [
+        "run",
+        "--profile",
+        "cpu",
+        "--only",
+        "bisulco_ising",
+        "--no-compute",
+        "--out",
+        str(tmp_path / "ex"),
+        "--results-dir",
+        str(tmp_path / "results"),
+    ]
     assert book.main(args) == 0
     assert {p.name: p.read_bytes() for p in (tmp_path / "results" / "bisulco_ising").iterdir()} == before
     capsys.readouterr()

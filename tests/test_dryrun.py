@@ -1,6 +1,7 @@
 """The gpu profile without a GPU: every notebook's dry run (the gpu settings' exact models, data and code paths, two
 optimiser steps per training run, a few images per evaluation; issue 13), a broken gpu setting failing it in one
 line, and ``profile="gpu"`` refused on a machine without CUDA."""
+
 import os
 
 import nbformat
@@ -51,8 +52,11 @@ def test_broken_gpu_setting_fails_the_dry_run_in_one_line(capsys, monkeypatch, t
 def test_gpu_profile_without_cuda_is_refused_with_the_prediction(monkeypatch, capsys):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    monkeypatch.setattr(book, "predicted_minutes", lambda profile, notebooks=None, calibration=None:
-                        {nb: (2.0, 120.0) for nb in notebooks})
+    monkeypatch.setattr(
+        book,
+        "predicted_minutes",
+        lambda profile, notebooks=None, calibration=None: {nb: (2.0, 120.0) for nb in notebooks},
+    )
     rc = book.main(["run", "--profile", "gpu", "--only", "zhang_umae"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(err) == 1
@@ -82,8 +86,9 @@ def test_committed_plan_tables_match_todays_settings(profile):
     assert rec is not None, f"no plan table for {profile}: run python -m maelab.book plan --profile {profile} --write"
     listed = rec.provenance["config"]["notebook_settings"]
     for nb, values in listed.items():
-        assert values == store._canonical(profiles.settings(nb, profile).as_dict()), \
+        assert values == store._canonical(profiles.settings(nb, profile).as_dict()), (
             f"{nb}'s {profile} settings changed since the plan table was written"
+        )
     table = rec["table"]
     assert set(table.notebook) == {n for n in book.notebooks_in_order() if n not in book.LAST}
     if profile == "gpu":

@@ -1,5 +1,6 @@
 """Tests for maelab.evaluate with small stand-in models (no dependency on maelab.models, except one optional
 integration test)."""
+
 from __future__ import annotations
 
 import math
@@ -208,7 +209,8 @@ def test_knn_majority_matches_scikit_learn(k):
     pred = E.knn_predict(xtr, ytr, xte, k=k, weighting="majority", batch_size=16)
     np.testing.assert_array_equal(pred.numpy(), ref_pred)
     assert E.knn_accuracy(xtr, ytr, xte, yte, k=k, weighting="majority") == pytest.approx(
-        float((ref_pred == yte.numpy()).mean()))
+        float((ref_pred == yte.numpy()).mean())
+    )
 
 
 def test_knn_dino_weighting_hand_example():
@@ -274,8 +276,9 @@ def test_integration_with_maelab_models_if_available():
 
     model.eval()
     with torch.no_grad():
-        enc = model.encode(imgs, mask_ratio=0.75, generator=torch.Generator().manual_seed(1), return_attn=True,
-                           return_tokens=True)
+        enc = model.encode(
+            imgs, mask_ratio=0.75, generator=torch.Generator().manual_seed(1), return_attn=True, return_tokens=True
+        )
     gh = gw = model.img_size // model.patch_size
     cls_map = M.cls_attention(enc["attn"][-1], (gh, gw), ids_restore=enc["ids_restore"])
     assert cls_map.shape == (6, enc["attn"][-1].shape[1], gh, gw)

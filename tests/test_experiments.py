@@ -1,15 +1,18 @@
 """maelab.experiments: the shared pretrain -> evaluate pipeline (tiny sizes)."""
+
 import numpy as np
 import pytest
 import torch
 
-from maelab import evaluate, experiments as E, metrics
+from maelab import evaluate, metrics
+from maelab import experiments as E
 from maelab._validate import ParameterError
 
 
 def _spec(**kw):
-    base = dict(dataset="shapes", n_train=256, n_test=128, model="umae", size="micro", epochs=2, batch_size=128,
-                rank_every=1)
+    base = dict(
+        dataset="shapes", n_train=256, n_test=128, model="umae", size="micro", epochs=2, batch_size=128, rank_every=1
+    )
     base.update(kw)
     return E.PretrainSpec(**base)
 
@@ -78,8 +81,15 @@ def test_spec_key_and_config_change_with_fields():
     assert b.to_config()["model_overrides"] == {"lambda_unif": 0.1}
 
 
-@pytest.mark.parametrize("kw, name", [({"dataset": "imagenet"}, "dataset"), ({"model": "vit"}, "model"),
-                                      ({"pool": "max"}, "pool"), ({"epochs": 0}, "epochs")])
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        ({"dataset": "imagenet"}, "dataset"),
+        ({"model": "vit"}, "model"),
+        ({"pool": "max"}, "pool"),
+        ({"epochs": 0}, "epochs"),
+    ],
+)
 def test_bad_spec(kw, name):
     with pytest.raises(ParameterError, match=f"^{name}"):
         _spec(**kw)
@@ -137,8 +147,15 @@ def test_evaluate_snapshots_reproduces_the_three_loops_it_replaced(cache, device
         return ranks
 
     def probe(m):
-        lp = evaluate.linear_probe(feats(m, tr.images, spec.pool), tr.labels, feats(m, te.images, spec.pool),
-                                   te.labels, method="logreg", seed=spec.seed, blas_threads=1)
+        lp = evaluate.linear_probe(
+            feats(m, tr.images, spec.pool),
+            tr.labels,
+            feats(m, te.images, spec.pool),
+            te.labels,
+            method="logreg",
+            seed=spec.seed,
+            blas_threads=1,
+        )
         return float(lp.test_acc)
 
     def old_sweeps():  # sweeps.snapshot_probe_accuracy
@@ -150,14 +167,35 @@ def test_evaluate_snapshots_reproduces_the_three_loops_it_replaced(cache, device
         return accs
 
     new = {
-        "experiments": lambda: [[e, r] for e, r in zip(epochs, E.evaluate_snapshots(
-            spec, model, res.snapshots, epochs, reseed=False,
-            measure=lambda m: metrics.effective_rank(feats(m, te.images, spec.pool))))],
-        "umae": lambda: [[e, *r] for e, r in zip(epochs, E.evaluate_snapshots(
-            spec, model, res.snapshots, epochs, reseed=True,
-            measure=lambda m: [float(metrics.effective_rank(feats(m, te.images, p))) for p in ("cls", "mean")]))],
-        "sweeps": lambda: E.evaluate_snapshots(spec, model, res.snapshots, sorted(res.snapshots), probe,
-                                               reseed=True),
+        "experiments": lambda: [
+            [e, r]
+            for e, r in zip(
+                epochs,
+                E.evaluate_snapshots(
+                    spec,
+                    model,
+                    res.snapshots,
+                    epochs,
+                    reseed=False,
+                    measure=lambda m: metrics.effective_rank(feats(m, te.images, spec.pool)),
+                ),
+            )
+        ],
+        "umae": lambda: [
+            [e, *r]
+            for e, r in zip(
+                epochs,
+                E.evaluate_snapshots(
+                    spec,
+                    model,
+                    res.snapshots,
+                    epochs,
+                    reseed=True,
+                    measure=lambda m: [float(metrics.effective_rank(feats(m, te.images, p))) for p in ("cls", "mean")],
+                ),
+            )
+        ],
+        "sweeps": lambda: E.evaluate_snapshots(spec, model, res.snapshots, sorted(res.snapshots), probe, reseed=True),
     }
     old = {"experiments": old_experiments, "umae": old_umae, "sweeps": old_sweeps}
     for name in old:

@@ -4,6 +4,7 @@ Each test names the guarantee it shows (README, section Reliability). Writers ru
 replaces ``maelab.store._fault`` (a no-op seam at each step of the write protocol) to SIGKILL itself or to pause
 at a chosen step, so interleavings are forced, not hoped for.
 """
+
 import json
 import os
 import shutil
@@ -63,10 +64,13 @@ def _values(tag: str, n: int) -> dict:
 def _child(code: str, tmp: Path, **env) -> subprocess.Popen:
     (tmp / "flags").mkdir(exist_ok=True)
     out = open(tmp / f"child-{time.monotonic_ns()}.out", "w+")
-    p = subprocess.Popen([sys.executable, "-c", PREAMBLE + textwrap.dedent(code)], stdout=out,
-                         stderr=subprocess.STDOUT, text=True,
-                         env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", "FLAGS": str(tmp / "flags"),
-                              **env})
+    p = subprocess.Popen(
+        [sys.executable, "-c", PREAMBLE + textwrap.dedent(code)],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", "FLAGS": str(tmp / "flags"), **env},
+    )
     p.out_path = out.name  # type: ignore[attr-defined]
     _CHILDREN.append(p)
     return p
@@ -93,8 +97,9 @@ def _repo_with_record(tmp: Path) -> Path:
     repo = tmp / "repo"
     repo.mkdir()
     shutil.copy(ROOT / ".gitignore", repo / ".gitignore")
-    store.load_or_compute("res", {"v": 0}, lambda: _values("old", 0), notebook="nb", profile="cpu",
-                          root=repo / "results", log=None)
+    store.load_or_compute(
+        "res", {"v": 0}, lambda: _values("old", 0), notebook="nb", profile="cpu", root=repo / "results", log=None
+    )
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
@@ -109,8 +114,9 @@ WRITE_NEW = """
 
 
 # ----------------------------------------------------------------------------------------------- kills
-@pytest.mark.parametrize("point, expect", [("before-publish", "old"), ("side-files-published", "old"),
-                                           ("json-published", "new")])
+@pytest.mark.parametrize(
+    "point, expect", [("before-publish", "old"), ("side-files-published", "old"), ("json-published", "new")]
+)
 def test_writer_killed_mid_write_leaves_a_whole_record(tmp_path, point, expect):
     """All or nothing: a SIGKILL at any step leaves the old record or the new one, each whole and verified."""
     repo = _repo_with_record(tmp_path)
@@ -126,11 +132,14 @@ def test_writer_killed_mid_write_leaves_a_whole_record(tmp_path, point, expect):
     else:
         # the window between publishing the new side files and the JSON: unreferenced side files (listed by
         # `python -m maelab.store check`), never a JSON pointing at missing or foreign files
-        assert all(line.startswith("??") and line.endswith((".csv", ".npz")) or line.endswith("res.cpu.json")
-                   for line in status), status
+        assert all(
+            line.startswith("??") and line.endswith((".csv", ".npz")) or line.endswith("res.cpu.json")
+            for line in status
+        ), status
     # the next write of that result removes every leftover of the killed writer
-    store.load_or_compute("res", {"v": 2}, lambda: _values("next", 2), notebook="nb", profile="cpu", root=results,
-                          log=None)
+    store.load_or_compute(
+        "res", {"v": 2}, lambda: _values("next", 2), notebook="nb", profile="cpu", root=results, log=None
+    )
     assert store.check(results, log=lambda s: None) == 0
     assert not [q for q in results.rglob("*") if q.name.startswith(".maelab-tmp")]
 
@@ -142,12 +151,15 @@ def test_killed_atomic_write_leaves_only_an_ignored_temp_file_that_is_cleaned_up
     shutil.copy(ROOT / ".gitignore", repo / ".gitignore")
     _git(repo, "init", "-q")
     target = repo / "out" / "ckpt.pt"
-    p = _child(f"""
+    p = _child(
+        f"""
         from maelab._util import atomic_path
         with atomic_path({str(target)!r}) as tmp:
             tmp.write_bytes(b"half")
             os.kill(os.getpid(), signal.SIGKILL)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert p.wait(timeout=60) == -9
     left = [q.name for q in target.parent.iterdir()]
     assert len(left) == 1 and left[0].startswith(".maelab-tmp.ckpt.pt.")
@@ -161,7 +173,8 @@ def test_killed_atomic_write_leaves_only_an_ignored_temp_file_that_is_cleaned_up
 def test_second_writer_waits_for_the_lock_and_reuses_the_fresh_result(tmp_path):
     """Per-result lock: B asks for the result while A computes it; B waits, then loads A's result (no recompute)."""
     results = tmp_path / "results"
-    a = _child("""
+    a = _child(
+        """
         def slow():
             (FLAGS / "a_started").write_text("1")
             while not (FLAGS / "go").exists():
@@ -170,16 +183,23 @@ def test_second_writer_waits_for_the_lock_and_reuses_the_fresh_result(tmp_path):
         r = store.load_or_compute("res", {"v": 1}, slow, notebook="nb", profile="cpu", root=os.environ["RESULTS"],
                                   log=flush_print)
         print("A got", r["tag"], flush=True)
-    """, tmp_path, RESULTS=str(results))
+    """,
+        tmp_path,
+        RESULTS=str(results),
+    )
     _wait_for(lambda: (tmp_path / "flags" / "a_started").exists(), "writer A to start computing")
-    b = _child("""
+    b = _child(
+        """
         def fast():
             (FLAGS / "b_called").write_text("1")
             return {"tag": "B", "arr": np.full(3, 2.0)}
         r = store.load_or_compute("res", {"v": 1}, fast, notebook="nb", profile="cpu", root=os.environ["RESULTS"],
                                   log=flush_print)
         print("B got", r["tag"], r.from_store, flush=True)
-    """, tmp_path, RESULTS=str(results))
+    """,
+        tmp_path,
+        RESULTS=str(results),
+    )
     _wait_for(lambda: "waiting for it" in _output(b), "writer B to wait for the lock")
     (tmp_path / "flags" / "go").write_text("1")
     assert a.wait(timeout=120) == 0 and b.wait(timeout=120) == 0, _output(a) + _output(b)
@@ -217,34 +237,37 @@ def test_racing_recomputes_never_mix_and_a_reader_sees_old_or_new(tmp_path):
 def _two_records(tmp_path):
     roots = tmp_path / "a", tmp_path / "b"
     for root, n in zip(roots, (1, 2)):
-        store.load_or_compute("res", {"v": 1}, lambda n=n: _values(f"w{n}", n), notebook="nb", profile="cpu",
-                              root=root, log=None)
+        store.load_or_compute(
+            "res", {"v": 1}, lambda n=n: _values(f"w{n}", n), notebook="nb", profile="cpu", root=root, log=None
+        )
     return roots
 
 
 def test_one_writers_json_with_the_others_arrays_is_rejected(tmp_path):
     a, b = _two_records(tmp_path)
-    npz_a, = (a / "nb").glob("*.npz")
-    npz_b, = (b / "nb").glob("*.npz")
+    (npz_a,) = (a / "nb").glob("*.npz")
+    (npz_b,) = (b / "nb").glob("*.npz")
     npz_a.write_bytes(npz_b.read_bytes())  # the mix the issue saw accepted as valid
     with pytest.raises(store.RecordError, match="was changed"):
         store.load("nb", "res", "cpu", root=a)
 
 
-@pytest.mark.parametrize("edit, match", [
-    (lambda t: t[: len(t) // 2], "unreadable"),
-    (lambda t: "", "unreadable"),
-    (lambda t: t.replace('"tag": "w1"', '"tag": "w9"'), "tampered"),
-    (lambda t: t.replace('"v": 1', '"v": 7'), "tampered"),  # provenance is covered too
-])
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda t: t[: len(t) // 2], "unreadable"),
+        (lambda t: "", "unreadable"),
+        (lambda t: t.replace('"tag": "w1"', '"tag": "w9"'), "tampered"),
+        (lambda t: t.replace('"v": 1', '"v": 7'), "tampered"),  # provenance is covered too
+    ],
+)
 def test_edited_or_truncated_record_is_detected(tmp_path, edit, match):
     a, _ = _two_records(tmp_path)
     path = store.record_path(a, "nb", "res", "cpu")
     path.write_text(edit(path.read_text()))
     with pytest.raises(store.RecordError, match=match):
         store.load("nb", "res", "cpu", root=a)
-    r = store.load_or_compute("res", {"v": 1}, lambda: _values("w1", 1), notebook="nb", profile="cpu", root=a,
-                              log=None)
+    r = store.load_or_compute("res", {"v": 1}, lambda: _values("w1", 1), notebook="nb", profile="cpu", root=a, log=None)
     assert not r.from_store and store.load("nb", "res", "cpu", root=a)["tag"] == "w1"
 
 
@@ -284,8 +307,10 @@ def test_tampered_cpu_claims_record_is_an_error_on_the_scoreboard_not_a_fallback
     assert row["verdict"] == book.RECORD_ERROR and "claims.cpu.json: unreadable (JSONDecodeError" in row["reason"]
     # re-running the notebook restores the computed evidence: the edit does not survive
     again = _claims_record(monkeypatch, tmp_path, "cpu", 1.24)
-    assert not again.from_store and book.collect_claims().set_index("id").loc[
-        "bisulco.eq19_as_printed", "verdict"] == "not supported"
+    assert (
+        not again.from_store
+        and book.collect_claims().set_index("id").loc["bisulco.eq19_as_printed", "verdict"] == "not supported"
+    )
 
 
 # ----------------------------------------------------------------------------------------------- runner
@@ -352,8 +377,16 @@ def test_build_refuses_an_executed_notebook_showing_a_traceback(tmp_path):
 
     root, out = _demo_root(tmp_path), tmp_path / "executed"
     out.mkdir()
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1/0", outputs=[nbformat.v4.new_output(
-        "error", ename="ZeroDivisionError", evalue="division by zero", traceback=[])])])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "1/0",
+                outputs=[
+                    nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero", traceback=[])
+                ],
+            )
+        ]
+    )
     nbformat.write(nb, out / "demo.ipynb")
     with pytest.raises(book.NotebookFailed, match="demo \\(cell 0 shows ZeroDivisionError\\)"):
         book.stage(out, tmp_path / "stage", root=root)

@@ -11,6 +11,7 @@ run cannot touch the repository), exactly what ``make book`` and the Pages workf
 
 Set ``MAELAB_TEST_BOOK_HTML`` to an already built ``_build/html`` folder to check that one instead of building.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,8 +62,11 @@ def site(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def pages(site) -> dict[Path, BeautifulSoup]:
-    found = {p: BeautifulSoup(p.read_text(encoding="utf-8"), "html.parser") for p in sorted(site.rglob("*.html"))
-             if not any(part in SKIP_DIRS for part in p.relative_to(site).parts)}
+    found = {
+        p: BeautifulSoup(p.read_text(encoding="utf-8"), "html.parser")
+        for p in sorted(site.rglob("*.html"))
+        if not any(part in SKIP_DIRS for part in p.relative_to(site).parts)
+    }
     assert site / "index.html" in found and len(found) >= 10, sorted(found)
     return found
 
@@ -79,8 +83,11 @@ def _redirect(soup: BeautifulSoup) -> str | None:
 
 
 def _internal_refs(soup: BeautifulSoup):
-    urls = [t[attr] for tag, attr in (("a", "href"), ("link", "href"), ("img", "src"), ("script", "src"))
-            for t in soup.find_all(tag, attrs={attr: True})]
+    urls = [
+        t[attr]
+        for tag, attr in (("a", "href"), ("link", "href"), ("img", "src"), ("script", "src"))
+        for t in soup.find_all(tag, attrs={attr: True})
+    ]
     for url in urls + ([_redirect(soup)] if _redirect(soup) else []):
         parts = urlsplit(url)
         if parts.scheme or url.startswith("//"):
@@ -132,12 +139,31 @@ class Chromium:
             os.dup2(a, 3)
             os.dup2(b, 4)
 
-        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--disable-quic", "--disable-extensions",
-               f"--user-data-dir={profile_dir}", "--allow-file-access-from-files", "--remote-debugging-pipe",
-               f"--window-size={width},{height}", "about:blank"]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, preexec_fn=remap, pass_fds=(3, 4))
+        cmd = [
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-quic",
+            "--disable-extensions",
+            f"--user-data-dir={profile_dir}",
+            "--allow-file-access-from-files",
+            "--remote-debugging-pipe",
+            f"--window-size={width},{height}",
+            "about:blank",
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=remap,
+            pass_fds=(3, 4),
+        )
         os.close(self._to_child[0])
         os.close(self._from_child[1])
         self._buf, self._next, self.events = b"", 0, []
@@ -146,8 +172,14 @@ class Chromium:
         self.session = self.send("Target.attachToTarget", targetId=page["targetId"], flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             self.send(f"{domain}.enable", session=True)
-        self.send("Emulation.setDeviceMetricsOverride", session=True, width=width, height=height,
-                  deviceScaleFactor=1, mobile=False)
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            session=True,
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
 
     def _read(self, deadline: float) -> dict:
         while b"\0" not in self._buf:
@@ -232,8 +264,10 @@ def _problems(page: str, report: dict, events: list[dict]) -> list[str]:
             d = p.get("exceptionDetails", {})
             out.append(f"{page}: uncaught {d.get('exception', {}).get('description') or d.get('text')}")
         elif e["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-            out.append(f"{page}: console.{p['type']}: " + " ".join(str(a.get("value", a.get("description")))
-                                                                 for a in p.get("args", [])))
+            out.append(
+                f"{page}: console.{p['type']}: "
+                + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", []))
+            )
         elif e["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
             out.append(f"{page}: {p['entry'].get('text')} {p['entry'].get('url', '')}")
     out += [f"{page}: image not loaded: {src}" for src, w in report["images"] if not w]
@@ -243,7 +277,7 @@ def _problems(page: str, report: dict, events: list[dict]) -> list[str]:
     for raw in ("$$", "\\(", "\\["):
         if raw in report["text"]:
             at = report["text"].index(raw)
-            out.append(f"{page}: raw {raw!r} in the text: {report['text'][max(0, at - 40):at + 40]!r}")
+            out.append(f"{page}: raw {raw!r} in the text: {report['text'][max(0, at - 40) : at + 40]!r}")
     return out
 
 
@@ -263,8 +297,9 @@ def test_every_page_loads_cleanly_in_chromium(site, pages, tmp_path):
             browser.events.clear()
             browser.send("Page.navigate", session=True, url=path.resolve().as_uri())
             browser.wait_for("Page.loadEventFired")
-            res = browser.send("Runtime.evaluate", session=True, expression=PROBE, awaitPromise=True,
-                               returnByValue=True)
+            res = browser.send(
+                "Runtime.evaluate", session=True, expression=PROBE, awaitPromise=True, returnByValue=True
+            )
             if "exceptionDetails" in res:
                 problems.append(f"{rel}: the probe failed: {res['exceptionDetails'].get('text')}")
                 continue

@@ -1,6 +1,7 @@
 """Tests for maelab.jacobians: weight maps as columns, and the masked-pixel Jacobian of a ViT MAE (same prediction
 as the model's forward, zero on removed pixels, per-image vjp from maelab.metrics.pixel_jacobian, finite
 differences)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,9 +25,25 @@ def test_weight_maps_are_columns():
 # nonlinear MAE
 # ---------------------------------------------------------------------------------------------------------------
 def tiny_mae(seed=0):
-    return models.create("mae", "micro", img_size=16, patch_size=4, in_chans=1, embed_dim=32, depth=1, num_heads=2,
-                         decoder_embed_dim=32, decoder_depth=1, decoder_num_heads=2, norm_pix_loss=False,
-                         seed=seed).double().eval()
+    return (
+        models.create(
+            "mae",
+            "micro",
+            img_size=16,
+            patch_size=4,
+            in_chans=1,
+            embed_dim=32,
+            depth=1,
+            num_heads=2,
+            decoder_embed_dim=32,
+            decoder_depth=1,
+            decoder_num_heads=2,
+            norm_pix_loss=False,
+            seed=seed,
+        )
+        .double()
+        .eval()
+    )
 
 
 def test_masked_prediction_equals_model_forward_with_same_mask():
@@ -54,7 +71,7 @@ def test_masked_pixel_jacobians_match_per_image_vjp_and_finite_differences():
         assert len({tuple(p) for p in pix[i].tolist()}) == 3
         # removed input pixels get exactly zero derivative (the encoder never sees them)
         assert torch.all(jac[i, :, 0][:, vis[i] == 0] == 0)
-        f = lambda im, i=i: J.masked_prediction(model, im[None], ids_keep[i:i + 1], ids_restore[i:i + 1])[0]
+        f = lambda im, i=i: J.masked_prediction(model, im[None], ids_keep[i : i + 1], ids_restore[i : i + 1])[0]
         for j in range(3):
             r, c = pix[i, j].tolist()
             ref = metrics.pixel_jacobian(f, x[i], (0, r, c))

@@ -1,6 +1,7 @@
 """The library's layout, checked on the source with ``ast``: general modules at the top of ``src/maelab``, one
 package per paper in ``src/maelab/papers``, no core module importing a paper, no function over 100 lines, no
 ``assert`` used for validation."""
+
 from __future__ import annotations
 
 import ast
@@ -13,8 +14,26 @@ PAPERS = SRC / "papers"
 
 #: the general library: every module and package allowed at the top of src/maelab (one line each in README.md)
 GENERAL = {
-    "__init__", "_util", "_validate", "book", "claims", "cost", "data", "evaluate", "experiments", "jacobians",
-    "linear_mae", "logreg", "masking", "metrics", "models", "papers", "plotting", "profiles", "spectra", "store",
+    "__init__",
+    "_util",
+    "_validate",
+    "book",
+    "claims",
+    "cost",
+    "data",
+    "evaluate",
+    "experiments",
+    "jacobians",
+    "linear_mae",
+    "logreg",
+    "masking",
+    "metrics",
+    "models",
+    "papers",
+    "plotting",
+    "profiles",
+    "spectra",
+    "store",
     "train",
 }
 PAPER_PACKAGES = {"bisulco2025", "cao2022", "kong2023", "zhang2022"}
@@ -49,9 +68,11 @@ def _imported(path: Path, src: Path = SRC) -> set[str]:
 
 def test_top_level_holds_only_the_general_library():
     top = {p.stem for p in SRC.glob("*.py")} | {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
-    assert top - GENERAL == set(), "modules at the top of src/maelab that are not in the general list (a paper's " \
-                                   "analysis belongs in src/maelab/papers/<paper>/; a general module needs a line " \
-                                   "in README.md's module map and in GENERAL here)"
+    assert top - GENERAL == set(), (
+        "modules at the top of src/maelab that are not in the general list (a paper's "
+        "analysis belongs in src/maelab/papers/<paper>/; a general module needs a line "
+        "in README.md's module map and in GENERAL here)"
+    )
     assert {p.name for p in PAPERS.iterdir() if (p / "__init__.py").exists()} == PAPER_PACKAGES
 
 
@@ -89,6 +110,10 @@ def test_no_function_longer_than_100_lines():
 def test_no_assert_in_the_library():
     """Validation raises a real error (maelab._validate.ParameterError or a specific exception); ``python -O`` would
     silently drop an assert."""
-    found = [f"{_name(p)}:{n.lineno}" for p in _modules() for n in ast.walk(ast.parse(p.read_text()))
-             if isinstance(n, ast.Assert)]
+    found = [
+        f"{_name(p)}:{n.lineno}"
+        for p in _modules()
+        for n in ast.walk(ast.parse(p.read_text()))
+        if isinstance(n, ast.Assert)
+    ]
     assert not found, found

@@ -1,5 +1,6 @@
 """Tests for maelab.linear_mae: Lemma 1 (exact enumeration and Monte Carlo), the closed form (Theorem 1) against
 gradient descent, the paper's V and C written out by hand, and the m = 0 -> PCA limit (numpy SVD)."""
+
 from __future__ import annotations
 
 import itertools
@@ -29,10 +30,7 @@ def random_factors(d, k, seed=1):
 # ---------------------------------------------------------------------------------------------------------------
 def test_patch_indices_by_hand():
     np.testing.assert_array_equal(lm.patch_index_1d(6, 2), [0, 0, 1, 1, 2, 2])
-    expected = np.array([[0, 0, 1, 1, 2, 2],
-                         [0, 0, 1, 1, 2, 2],
-                         [3, 3, 4, 4, 5, 5],
-                         [3, 3, 4, 4, 5, 5]]).reshape(-1)
+    expected = np.array([[0, 0, 1, 1, 2, 2], [0, 0, 1, 1, 2, 2], [3, 3, 4, 4, 5, 5], [3, 3, 4, 4, 5, 5]]).reshape(-1)
     np.testing.assert_array_equal(lm.patch_index_2d(4, 6, 2), expected)
 
 
@@ -40,8 +38,10 @@ def test_blkdiag_by_hand():
     S = np.arange(16.0).reshape(4, 4)
     expected = np.array([[0, 1, 0, 0], [4, 5, 0, 0], [0, 0, 10, 11], [0, 0, 14, 15]], dtype=float)
     np.testing.assert_array_equal(lm.blkdiag(S, 2), expected)
-    np.testing.assert_array_equal(lm.blkdiag(S, np.array([0, 1, 0, 1])),
-                                  np.array([[0, 0, 2, 0], [0, 5, 0, 7], [8, 0, 10, 0], [0, 13, 0, 15]], dtype=float))
+    np.testing.assert_array_equal(
+        lm.blkdiag(S, np.array([0, 1, 0, 1])),
+        np.array([[0, 0, 2, 0], [0, 5, 0, 7], [8, 0, 10, 0], [0, 13, 0, 15]], dtype=float),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -78,13 +78,14 @@ def test_lemma1_paper_form():
         G_blocks.append(np.linalg.cholesky(X[:, cols].T @ X[:, cols]).T)
     G = np.zeros((8, 8))
     for b, g in enumerate(G_blocks):
-        G[b * p:(b + 1) * p, b * p:(b + 1) * p] = g
+        G[b * p : (b + 1) * p, b * p : (b + 1) * p] = g
     paper = np.sum((X - (1 - m) * X @ A @ B) ** 2) + m * (1 - m) * np.sum((G @ A @ B) ** 2)
     assert lm.expected_loss(X, A, B, m, p) == pytest.approx(paper, rel=1e-10)
 
 
-@pytest.mark.parametrize("m, patches, mode", [(0.5, 3, "bernoulli"), (0.75, 2, "bernoulli"),
-                                              (0.5, 4, "fixed"), (0.6, "2d", "bernoulli")])
+@pytest.mark.parametrize(
+    "m, patches, mode", [(0.5, 3, "bernoulli"), (0.75, 2, "bernoulli"), (0.5, 4, "fixed"), (0.6, "2d", "bernoulli")]
+)
 def test_lemma1_monte_carlo(m, patches, mode):
     if patches == "2d":  # 4 x 4 image, 2 x 2 patches
         X, patches = data(40, 16, seed=3), lm.patch_index_2d(4, 4, 2)
@@ -133,8 +134,9 @@ def test_closed_form_is_papers_statement():
     assert lm.expected_loss(X, cf.A, cf.B, m, p) == pytest.approx(cf.min_loss, rel=1e-10)
 
 
-@pytest.mark.parametrize("m, patches, mode", [(0.5, 3, "bernoulli"), (0.8, 2, "bernoulli"),
-                                              (0.5, 4, "fixed"), (0.5, "2d", "bernoulli")])
+@pytest.mark.parametrize(
+    "m, patches, mode", [(0.5, 3, "bernoulli"), (0.8, 2, "bernoulli"), (0.5, 4, "fixed"), (0.5, "2d", "bernoulli")]
+)
 def test_closed_form_matches_gradient_descent(m, patches, mode):
     if patches == "2d":
         X, patches = data(200, 16, seed=4), lm.patch_index_2d(4, 4, 2)
@@ -142,8 +144,9 @@ def test_closed_form_matches_gradient_descent(m, patches, mode):
         X = data()
     k = 3
     cf = lm.closed_form(X, m, patches, k, mask_mode=mode)
-    fit = lm.train_linear_mae(X, m, patches, k, steps=1500, lr=3e-2, seed=0, objective="expected",
-                              mask_mode=mode, progress=False)
+    fit = lm.train_linear_mae(
+        X, m, patches, k, steps=1500, lr=3e-2, seed=0, objective="expected", mask_mode=mode, progress=False
+    )
     loss = lm.expected_loss(X, fit.A, fit.B, m, patches, mask_mode=mode)  # Lemma 1, checked by enumeration
     assert loss == pytest.approx(fit.final_loss, rel=1e-9)
     gap = (loss - cf.min_loss) / cf.min_loss
@@ -181,7 +184,7 @@ def test_m_zero_is_pca():
         cf = lm.closed_form(X, 0.0, p, k)
         assert cf.min_loss == pytest.approx((s[k:] ** 2).sum(), rel=1e-9)
         assert lm.principal_angles(cf.B.T, vt[:k].T, degrees=True).max() < 1e-6
-        np.testing.assert_allclose(cf.eigvals, s ** 2, rtol=1e-8)
+        np.testing.assert_allclose(cf.eigvals, s**2, rtol=1e-8)
 
 
 def test_masking_changes_the_solution():
@@ -208,8 +211,9 @@ def test_sampled_training_then_exact_polish_reaches_theorem1():
     fit = lm.train_linear_mae(X, m, p, k, steps=1500, lr=1e-2, seed=1, objective="sampled", progress=False)
     gap_sgd = (lm.expected_loss(X, fit.A, fit.B, m, p) - cf.min_loss) / cf.min_loss
     assert 0 <= gap_sgd < 1e-2
-    pol = lm.train_linear_mae(X, m, p, k, steps=500, lr=1e-3, seed=1, objective="expected", init=(fit.A, fit.B),
-                              progress=False)
+    pol = lm.train_linear_mae(
+        X, m, p, k, steps=500, lr=1e-3, seed=1, objective="expected", init=(fit.A, fit.B), progress=False
+    )
     gap = (lm.expected_loss(X, pol.A, pol.B, m, p) - cf.min_loss) / cf.min_loss
     assert -1e-9 < gap < 1e-3 and gap <= gap_sgd
     assert lm.principal_angles(pol.B.T, cf.B.T, degrees=True).max() < 1.0
@@ -236,8 +240,8 @@ def test_dae_closed_form_is_shrunk_pca():
     X = data(80, 10, seed=8)
     n, k, sigma = 80, 4, 0.5
     _, s, vt = np.linalg.svd(X, full_matrices=False)
-    lam = s ** 2
-    W_hand = vt[:k].T @ np.diag(lam[:k] / (lam[:k] + n * sigma ** 2)) @ vt[:k]
+    lam = s**2
+    W_hand = vt[:k].T @ np.diag(lam[:k] / (lam[:k] + n * sigma**2)) @ vt[:k]
     cf = lm.dae_closed_form(X, sigma, k)
     np.testing.assert_allclose(cf.A @ cf.B, W_hand, atol=1e-10)
     assert cf.min_loss == pytest.approx(lm.dae_expected_loss(X, cf.A, cf.B, sigma), rel=1e-10)
@@ -265,7 +269,7 @@ def test_dae_full_rank_is_ridge_regression():
     n, d = X.shape
     sigma = 0.3
     A, B, _, _ = lm.dae_closed_form(X, sigma, d)
-    ridge = Ridge(alpha=n * sigma ** 2, fit_intercept=False).fit(X, X)
+    ridge = Ridge(alpha=n * sigma**2, fit_intercept=False).fit(X, X)
     np.testing.assert_allclose(A @ B, ridge.coef_.T, atol=1e-8)
 
 
@@ -301,11 +305,15 @@ def test_dae_bad_inputs():
 def test_dae_closed_form_agrees_with_the_pseudo_inverse_algorithm():
     """The project had two DAE closed forms: V^+ by a symmetric pseudo-inverse (maelab.linear_mae) and V^-1 S by an
     LU solve (maelab.jacobians). The solve was kept (no explicit inverse); both agree to ~1e-10 here."""
-    for X, sigma, k in ((data(80, 10, seed=8), 0.5, 4), (smooth_images(n=200, size=4), 0.3, 7),
-                        (data(60, 12, seed=3), 0.05, 12), (data(80, 10, seed=8), 0.0, 3)):
+    for X, sigma, k in (
+        (data(80, 10, seed=8), 0.5, 4),
+        (smooth_images(n=200, size=4), 0.3, 7),
+        (data(60, 12, seed=3), 0.05, 12),
+        (data(80, 10, seed=8), 0.0, 3),
+    ):
         n, d = X.shape
         S = X.T @ X
-        V_pinv = np.linalg.pinv(S + n * sigma ** 2 * np.eye(d), hermitian=True)  # the removed version, verbatim
+        V_pinv = np.linalg.pinv(S + n * sigma**2 * np.eye(d), hermitian=True)  # the removed version, verbatim
         C = S @ V_pinv @ S
         evals, evecs = np.linalg.eigh((C + C.T) / 2)
         order = np.argsort(evals)[::-1]
@@ -320,23 +328,26 @@ def test_dae_closed_form_agrees_with_the_pseudo_inverse_algorithm():
 # ---------------------------------------------------------------------------------------------------------------
 # bad input
 # ---------------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("call, param", [
-    (lambda X: lm.closed_form(X, 1.0, 3, 2), "m"),
-    (lambda X: lm.closed_form(X, -0.1, 3, 2), "m"),
-    (lambda X: lm.closed_form(X, 0.5, 5, 2), "p"),
-    (lambda X: lm.closed_form(X, 0.5, np.zeros(5, dtype=int), 2), "patches"),
-    (lambda X: lm.closed_form(X, 0.5, 3, 0), "k"),
-    (lambda X: lm.closed_form(X, 0.5, 3, 13), "k"),
-    (lambda X: lm.closed_form(X, 0.5, 3, 2, mask_mode="grid"), "mask_mode"),
-    (lambda X: lm.closed_form(X, 0.9, 3, 2, mask_mode="fixed"), "m"),  # int(4 * 0.1) = 0 patches kept
-    (lambda X: lm.closed_form(X[0], 0.5, 3, 2), "X"),
-    (lambda X: lm.expected_loss(X, np.zeros((12, 2)), np.zeros((3, 12)), 0.5, 3), "B"),
-    (lambda X: lm.train_linear_mae(X, 0.5, 3, 2, objective="exact"), "objective"),
-    (lambda X: lm.patch_index_2d(4, 6, 4), "p"),
-    (lambda X: lm.train_linear_mae(X, 0.5, 3, 2, init=(np.zeros((12, 3)), np.zeros((3, 12)))), "init"),
-    (lambda X: lm.train_linear_mae(X, 0.5, 3, 2, init=np.zeros((12, 2))), "init"),
-    (lambda X: lm.dae_closed_form(X, -1.0, 2), "sigma"),
-])
+@pytest.mark.parametrize(
+    "call, param",
+    [
+        (lambda X: lm.closed_form(X, 1.0, 3, 2), "m"),
+        (lambda X: lm.closed_form(X, -0.1, 3, 2), "m"),
+        (lambda X: lm.closed_form(X, 0.5, 5, 2), "p"),
+        (lambda X: lm.closed_form(X, 0.5, np.zeros(5, dtype=int), 2), "patches"),
+        (lambda X: lm.closed_form(X, 0.5, 3, 0), "k"),
+        (lambda X: lm.closed_form(X, 0.5, 3, 13), "k"),
+        (lambda X: lm.closed_form(X, 0.5, 3, 2, mask_mode="grid"), "mask_mode"),
+        (lambda X: lm.closed_form(X, 0.9, 3, 2, mask_mode="fixed"), "m"),  # int(4 * 0.1) = 0 patches kept
+        (lambda X: lm.closed_form(X[0], 0.5, 3, 2), "X"),
+        (lambda X: lm.expected_loss(X, np.zeros((12, 2)), np.zeros((3, 12)), 0.5, 3), "B"),
+        (lambda X: lm.train_linear_mae(X, 0.5, 3, 2, objective="exact"), "objective"),
+        (lambda X: lm.patch_index_2d(4, 6, 4), "p"),
+        (lambda X: lm.train_linear_mae(X, 0.5, 3, 2, init=(np.zeros((12, 3)), np.zeros((3, 12)))), "init"),
+        (lambda X: lm.train_linear_mae(X, 0.5, 3, 2, init=np.zeros((12, 2))), "init"),
+        (lambda X: lm.dae_closed_form(X, -1.0, 2), "sigma"),
+    ],
+)
 def test_bad_inputs(call, param):
     with pytest.raises(ParameterError) as err:
         call(data())

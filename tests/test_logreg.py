@@ -4,6 +4,7 @@ References are independent: scikit-learn's LogisticRegression run to a tight tol
 features, the objective written out by hand in numpy, and scikit-learn's own C selection through linear_probe's
 "logreg" method.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,7 +24,7 @@ def np_objective(coef, intercept, z, y, C):
     logits = z @ coef.T + intercept
     logits = logits - logits.max(axis=1, keepdims=True)
     logp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-    return -logp[np.arange(len(y)), y].mean() + (coef ** 2).sum() / (2 * C * len(y))
+    return -logp[np.arange(len(y)), y].mean() + (coef**2).sum() / (2 * C * len(y))
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +98,11 @@ def test_newton_hessian_is_the_kronecker_sum_by_hand():
     n, d, k = 300, 5, 4
     a = torch.cat([torch.randn(n, d, generator=g, dtype=torch.float64), torch.ones(n, 1, dtype=torch.float64)], 1)
     p = torch.softmax(torch.randn(n, k, generator=g, dtype=torch.float64), 1)
-    ref = sum(np.kron(np.diag(p[i].numpy()) - np.outer(p[i].numpy(), p[i].numpy()),
-                      np.outer(a[i].numpy(), a[i].numpy())) for i in range(n)) / n
+    ref = (
+        sum(
+            np.kron(np.diag(p[i].numpy()) - np.outer(p[i].numpy(), p[i].numpy()), np.outer(a[i].numpy(), a[i].numpy()))
+            for i in range(n)
+        )
+        / n
+    )
     np.testing.assert_allclose(_newton_hessian(a, p, chunk=64).numpy(), ref, atol=1e-14)

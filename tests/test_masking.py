@@ -1,4 +1,5 @@
 """maelab.masking against the official MAE algorithm, written out independently here."""
+
 import pytest
 import torch
 
@@ -42,7 +43,7 @@ def test_ids_restore_inverts_shuffle():
     assert torch.isnan(full[mask == 1]).all()
     # the argsort of ids_restore is the shuffle, whose first entries are the kept tokens
     ids_shuffle = torch.argsort(ids_restore, dim=1)
-    assert torch.equal(torch.gather(x, 1, ids_shuffle[:, :xm.shape[1], None].expand(-1, -1, 5)), xm)
+    assert torch.equal(torch.gather(x, 1, ids_shuffle[:, : xm.shape[1], None].expand(-1, -1, 5)), xm)
 
 
 def test_block_masking_units_share_fate():
@@ -72,13 +73,16 @@ def test_pixel_mask():
     assert pm[0, 0, 2:, 2:].eq(1).all()
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: masking.random_masking(torch.zeros(1, 4, 1), 1.0), "mask_ratio"),
-    (lambda: masking.random_masking(torch.zeros(1, 4, 1), -0.1), "mask_ratio"),
-    (lambda: masking.patchify(torch.zeros(1, 3, 10, 10), 4), "patch_size"),
-    (lambda: masking.block_masking(torch.zeros(1, 36, 1), 0.5, (6, 6), unit=4), "unit"),
-    (lambda: masking.block_masking(torch.zeros(1, 36, 1), 0.5, (5, 5), unit=1 + 1), "grid"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: masking.random_masking(torch.zeros(1, 4, 1), 1.0), "mask_ratio"),
+        (lambda: masking.random_masking(torch.zeros(1, 4, 1), -0.1), "mask_ratio"),
+        (lambda: masking.patchify(torch.zeros(1, 3, 10, 10), 4), "patch_size"),
+        (lambda: masking.block_masking(torch.zeros(1, 36, 1), 0.5, (6, 6), unit=4), "unit"),
+        (lambda: masking.block_masking(torch.zeros(1, 36, 1), 0.5, (5, 5), unit=1 + 1), "grid"),
+    ],
+)
 def test_bad_inputs(call, name):
     with pytest.raises(ParameterError) as e:
         call()

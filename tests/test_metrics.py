@@ -1,4 +1,5 @@
 """Tests for maelab.metrics: every expected value comes from a closed form, a hand computation or another library."""
+
 from __future__ import annotations
 
 import math
@@ -64,16 +65,28 @@ def test_spectrum_bad_inputs():
 def _skimage_ssim(x: torch.Tensor, y: torch.Tensor, data_range: float = 1.0) -> np.ndarray:
     from skimage.metrics import structural_similarity
 
-    return np.array([structural_similarity(a.numpy(), b.numpy(), gaussian_weights=True, sigma=1.5,
-                                           use_sample_covariance=False, data_range=data_range, channel_axis=0)
-                     for a, b in zip(x.double(), y.double())])
+    return np.array(
+        [
+            structural_similarity(
+                a.numpy(),
+                b.numpy(),
+                gaussian_weights=True,
+                sigma=1.5,
+                use_sample_covariance=False,
+                data_range=data_range,
+                channel_axis=0,
+            )
+            for a, b in zip(x.double(), y.double())
+        ]
+    )
 
 
 def _skimage_psnr(x, y, data_range=1.0):
     from skimage.metrics import peak_signal_noise_ratio
 
-    return np.array([peak_signal_noise_ratio(b.numpy(), a.numpy(), data_range=data_range)
-                     for a, b in zip(x.double(), y.double())])
+    return np.array(
+        [peak_signal_noise_ratio(b.numpy(), a.numpy(), data_range=data_range) for a, b in zip(x.double(), y.double())]
+    )
 
 
 def _noisy(x: torch.Tensor, sigma: float, seed: int) -> torch.Tensor:
@@ -124,7 +137,7 @@ def test_mse_and_data_range_scaling():
     # metrics in [0, 255] units with data_range=255: same SSIM and PSNR, MSE scaled by 255^2
     assert float(M.ssim(x * 255, y * 255, data_range=255)) == pytest.approx(float(M.ssim(x, y)), abs=1e-5)
     assert float(M.psnr(x * 255, y * 255, data_range=255.0)) == pytest.approx(float(M.psnr(x, y)), abs=1e-3)
-    np.testing.assert_allclose(float(M.mse(x * 255, y * 255, 255.0)), 255 ** 2 * ref.mean(), rtol=1e-4)
+    np.testing.assert_allclose(float(M.mse(x * 255, y * 255, 255.0)), 255**2 * ref.mean(), rtol=1e-4)
 
 
 def test_fsim_identity_monotone_and_channels():
@@ -161,11 +174,12 @@ def _normalise_patches_by_hand(imgs: torch.Tensor, p: int) -> torch.Tensor:
     n, c, h, w = imgs.shape
     for i in range(0, h, p):
         for j in range(0, w, p):
-            patch = imgs[:, :, i:i + p, j:j + p].reshape(n, -1)
+            patch = imgs[:, :, i : i + p, j : j + p].reshape(n, -1)
             mean = patch.mean(1)
             var = patch.var(1)  # unbiased, as Tensor.var in the official code
-            out[:, :, i:i + p, j:j + p] = (imgs[:, :, i:i + p, j:j + p] - mean.view(n, 1, 1, 1)) / \
-                (var.view(n, 1, 1, 1) + 1e-6).sqrt()
+            out[:, :, i : i + p, j : j + p] = (imgs[:, :, i : i + p, j : j + p] - mean.view(n, 1, 1, 1)) / (
+                var.view(n, 1, 1, 1) + 1e-6
+            ).sqrt()
     return out
 
 
@@ -187,7 +201,7 @@ def test_paste_image_and_reconstruction_metrics():
         for t in range(16):
             i, j = 4 * (t // 4), 4 * (t % 4)
             src = pred if mask[n, t] == 1 else target
-            torch.testing.assert_close(pasted[n, :, i:i + 4, j:j + 4], src[n, :, i:i + 4, j:j + 4])
+            torch.testing.assert_close(pasted[n, :, i : i + 4, j : j + 4], src[n, :, i : i + 4, j : j + 4])
     full = M.reconstruction_metrics(pred, target, mask, patch_size=4)
     err = ((pred - target) ** 2).mean(dim=1, keepdim=True)  # per pixel
     pix = mask.reshape(2, 4, 1, 4, 1).expand(2, 4, 4, 4, 4).reshape(2, 1, 16, 16)

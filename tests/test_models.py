@@ -3,6 +3,7 @@
 Expected values come from independent computations: explicit numpy loops for patchify / losses / uniformity,
 the closed-form sin-cos formula, and the official MAE parameter list written down by hand.
 """
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from maelab import ParameterError
-from maelab import models
+from maelab import ParameterError, models
 from maelab.models import attention_map, attention_output, create, load_official_checkpoint, sincos_2d
 
 NAMES = ("mae", "umae", "simmim", "usimmim")
@@ -79,22 +79,25 @@ def test_defaults_per_name():
     assert create("simmim").mask_ratio == 0.6
 
 
-@pytest.mark.parametrize("kwargs, param", [
-    (dict(name="bert"), "name"),
-    (dict(name="mae", size="huge"), "size"),
-    (dict(name="mae", patch_size=5), "patch_size"),
-    (dict(name="mae", mask_ratio=1.0), "mask_ratio"),
-    (dict(name="mae", mask_ratio=-0.1), "mask_ratio"),
-    (dict(name="simmim", mask_ratio=1.5), "mask_ratio"),
-    (dict(name="mae", mask_unit=3), "mask_unit"),
-    (dict(name="mae", num_heads=3), "num_heads"),
-    (dict(name="mae", decoder_num_heads=5), "decoder_num_heads"),
-    (dict(name="mae", lambda_unif=-1.0), "lambda_unif"),
-    (dict(name="umae", uniformity_feature="max"), "uniformity_feature"),
-    (dict(name="mae", input_norm="imagenet", in_chans=1), "input_norm"),
-    (dict(name="simmim", decoder_depth=2), "override"),
-    (dict(name="mae", wrong_option=1), "override"),
-])
+@pytest.mark.parametrize(
+    "kwargs, param",
+    [
+        (dict(name="bert"), "name"),
+        (dict(name="mae", size="huge"), "size"),
+        (dict(name="mae", patch_size=5), "patch_size"),
+        (dict(name="mae", mask_ratio=1.0), "mask_ratio"),
+        (dict(name="mae", mask_ratio=-0.1), "mask_ratio"),
+        (dict(name="simmim", mask_ratio=1.5), "mask_ratio"),
+        (dict(name="mae", mask_unit=3), "mask_unit"),
+        (dict(name="mae", num_heads=3), "num_heads"),
+        (dict(name="mae", decoder_num_heads=5), "decoder_num_heads"),
+        (dict(name="mae", lambda_unif=-1.0), "lambda_unif"),
+        (dict(name="umae", uniformity_feature="max"), "uniformity_feature"),
+        (dict(name="mae", input_norm="imagenet", in_chans=1), "input_norm"),
+        (dict(name="simmim", decoder_depth=2), "override"),
+        (dict(name="mae", wrong_option=1), "override"),
+    ],
+)
 def test_bad_parameters(kwargs, param):
     name = kwargs.pop("name")
     size = kwargs.pop("size", "micro")
@@ -208,10 +211,12 @@ def test_mae_loss_ignores_visible_targets():
     visible = out["mask"] == 0
     target[visible] = target[visible] + 100.0
     assert model.reconstruction_loss(out["pred"], target, out["mask"]).item() == pytest.approx(
-        out["loss_rec"].item(), rel=1e-6)
+        out["loss_rec"].item(), rel=1e-6
+    )
     target[~visible] += 1.0
     assert model.reconstruction_loss(out["pred"], target, out["mask"]).item() != pytest.approx(
-        out["loss_rec"].item(), rel=1e-3)
+        out["loss_rec"].item(), rel=1e-3
+    )
 
 
 def test_simmim_loss_by_hand_in_pixel_space():
@@ -233,13 +238,13 @@ def test_simmim_mask_token_replaces_removed_patches():
     removed = int(torch.nonzero(enc["mask"][0] == 1)[0])
     i, j = divmod(removed, 8)
     x2 = x.clone()
-    x2[:, :, 4 * i:4 * i + 4, 4 * j:4 * j + 4] = 1.0 - x2[:, :, 4 * i:4 * i + 4, 4 * j:4 * j + 4]
+    x2[:, :, 4 * i : 4 * i + 4, 4 * j : 4 * j + 4] = 1.0 - x2[:, :, 4 * i : 4 * i + 4, 4 * j : 4 * j + 4]
     enc2 = model.encode(x2, 0.6, gen(4))
     torch.testing.assert_close(enc["latent"], enc2["latent"])
     kept = int(torch.nonzero(enc["mask"][0] == 0)[0])
     i, j = divmod(kept, 8)
     x3 = x.clone()
-    x3[:, :, 4 * i:4 * i + 4, 4 * j:4 * j + 4] = 1.0 - x3[:, :, 4 * i:4 * i + 4, 4 * j:4 * j + 4]
+    x3[:, :, 4 * i : 4 * i + 4, 4 * j : 4 * j + 4] = 1.0 - x3[:, :, 4 * i : 4 * i + 4, 4 * j : 4 * j + 4]
     assert not torch.allclose(enc["latent"], model.encode(x3, 0.6, gen(4))["latent"])
 
 
@@ -254,7 +259,7 @@ def test_uniformity_loss_by_hand(name, feature):
     for i in range(5):
         for j in range(5):
             cos = f[i] @ f[j] / (np.linalg.norm(f[i]) * np.linalg.norm(f[j]))
-            total += cos ** 2
+            total += cos**2
     assert out["loss_unif"].item() == pytest.approx(total / 25, rel=1e-5)
     assert out["loss"].item() == pytest.approx(out["loss_rec"].item() + 0.01 * total / 25, rel=1e-5)
 
@@ -422,24 +427,36 @@ def official_vit_base_shapes() -> dict[str, tuple[int, ...]]:
         "pos_embed": (1, 197, 768),
         "patch_embed.proj.weight": (768, 3, 16, 16),
         "patch_embed.proj.bias": (768,),
-        "norm.weight": (768,), "norm.bias": (768,),
+        "norm.weight": (768,),
+        "norm.bias": (768,),
         "mask_token": (1, 1, 512),
         "decoder_pos_embed": (1, 197, 512),
-        "decoder_embed.weight": (512, 768), "decoder_embed.bias": (512,),
-        "decoder_norm.weight": (512,), "decoder_norm.bias": (512,),
-        "decoder_pred.weight": (768, 512), "decoder_pred.bias": (768,),  # 16*16*3 = 768 pixels per patch
+        "decoder_embed.weight": (512, 768),
+        "decoder_embed.bias": (512,),
+        "decoder_norm.weight": (512,),
+        "decoder_norm.bias": (512,),
+        "decoder_pred.weight": (768, 512),
+        "decoder_pred.bias": (768,),  # 16*16*3 = 768 pixels per patch
     }
     for prefix, depth, dim in (("blocks", 12, 768), ("decoder_blocks", 8, 512)):
         for i in range(depth):
             b = f"{prefix}.{i}."
-            shapes.update({
-                b + "norm1.weight": (dim,), b + "norm1.bias": (dim,),
-                b + "attn.qkv.weight": (3 * dim, dim), b + "attn.qkv.bias": (3 * dim,),
-                b + "attn.proj.weight": (dim, dim), b + "attn.proj.bias": (dim,),
-                b + "norm2.weight": (dim,), b + "norm2.bias": (dim,),
-                b + "mlp.fc1.weight": (4 * dim, dim), b + "mlp.fc1.bias": (4 * dim,),
-                b + "mlp.fc2.weight": (dim, 4 * dim), b + "mlp.fc2.bias": (dim,),
-            })
+            shapes.update(
+                {
+                    b + "norm1.weight": (dim,),
+                    b + "norm1.bias": (dim,),
+                    b + "attn.qkv.weight": (3 * dim, dim),
+                    b + "attn.qkv.bias": (3 * dim,),
+                    b + "attn.proj.weight": (dim, dim),
+                    b + "attn.proj.bias": (dim,),
+                    b + "norm2.weight": (dim,),
+                    b + "norm2.bias": (dim,),
+                    b + "mlp.fc1.weight": (4 * dim, dim),
+                    b + "mlp.fc1.bias": (4 * dim,),
+                    b + "mlp.fc2.weight": (dim, 4 * dim),
+                    b + "mlp.fc2.bias": (dim,),
+                }
+            )
     return shapes
 
 
@@ -554,8 +571,9 @@ def test_fc_norm_mean_feature_by_hand_and_state_dict():
     x = imgs(4)
     out = model(x, generator=gen(2))
     lat = out["latent"].detach().numpy().astype(np.float64)
-    expected = np_layernorm(lat[:, 1:].mean(axis=1), model.fc_norm.weight.detach().numpy(),
-                            model.fc_norm.bias.detach().numpy())
+    expected = np_layernorm(
+        lat[:, 1:].mean(axis=1), model.fc_norm.weight.detach().numpy(), model.fc_norm.bias.detach().numpy()
+    )
     np.testing.assert_allclose(out["features"].detach().numpy(), expected, rtol=1e-4, atol=1e-5)
     # the uniformity gradient reaches fc_norm; without the option (or with the [CLS] feature) there is no fc_norm,
     # so official MAE checkpoints keep their exact key set

@@ -1,4 +1,5 @@
 """The figure style module: panel wrapping, widths, colours, bad input."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -35,8 +36,10 @@ def test_panel_grid_full_width_and_row_height():
     assert tuple(fig.get_size_inches()) == pytest.approx((plotting.FULL_WIDTH, 1.5))
 
 
-@pytest.mark.parametrize("kwargs, name", [({"n": 0}, "n"), ({"n": 2, "ncols": 0}, "ncols"), ({"n": 2.0}, "n"),
-                                          ({"n": 2, "row_height": 0}, "row_height")])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [({"n": 0}, "n"), ({"n": 2, "ncols": 0}, "ncols"), ({"n": 2.0}, "n"), ({"n": 2, "row_height": 0}, "row_height")],
+)
 def test_panel_grid_bad_input_names_the_parameter(kwargs, name):
     with pytest.raises(ParameterError, match=f"^{name} must be"):
         plotting.panel_grid(**kwargs)

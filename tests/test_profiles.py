@@ -1,12 +1,21 @@
 """The settings engine (maelab.profiles), notebook parameters and what a result's key depends on."""
+
 import dataclasses
 
 import pytest
 
 from maelab import book, profiles, store
 from maelab._validate import ParameterError
-from maelab.profiles import (PROFILE_NAMES, FrozenDict, NotebookSettings, is_int, is_list, is_ratio,
-                             notebook_settings, setting)
+from maelab.profiles import (
+    PROFILE_NAMES,
+    FrozenDict,
+    NotebookSettings,
+    is_int,
+    is_list,
+    is_ratio,
+    notebook_settings,
+    setting,
+)
 
 
 @notebook_settings
@@ -32,8 +41,12 @@ def test_profiles_and_overrides():
     gpu = Toy.for_profile("gpu")
     assert gpu.n == 50 and gpu.ratios == (0.25, 0.5, 0.75) and gpu.k == 2
     assert Toy.for_profile("smoke", k=1).k == 1
-    assert Toy.docs() == {"n": "how many", "ratios": "mask ratios", "per": "one value per dataset",
-                          "k": "a rank, at most n"}
+    assert Toy.docs() == {
+        "n": "how many",
+        "ratios": "mask ratios",
+        "per": "one value per dataset",
+        "k": "a rank, at most n",
+    }
     assert Toy.for_profile("cpu").pick("n", "k") == {"n": 10, "k": 2}
 
 
@@ -48,15 +61,18 @@ def test_settings_are_immutable():
     assert store.config_hash({"per": s.per}) == store.config_hash({"per": {"b": 2, "a": 1}})
 
 
-@pytest.mark.parametrize("params, start", [
-    ({"n": 0}, "n must be an integer >= 1; got 0"),
-    ({"n": 2.5}, "n must be an integer >= 1"),
-    ({"ratios": [0.5]}, "ratios must be a list of at least 2 items"),
-    ({"ratios": [0.5, 1.0]}, "ratios[1] must be a number in (0.0, 1.0)"),
-    ({"ratios": "0.5"}, "ratios must be a list"),
-    ({"k": 11}, "k must be at most n=10"),
-    ({"nn": 3}, "nn must be a setting of Toy (n, ratios, per, k)"),
-])
+@pytest.mark.parametrize(
+    "params, start",
+    [
+        ({"n": 0}, "n must be an integer >= 1; got 0"),
+        ({"n": 2.5}, "n must be an integer >= 1"),
+        ({"ratios": [0.5]}, "ratios must be a list of at least 2 items"),
+        ({"ratios": [0.5, 1.0]}, "ratios[1] must be a number in (0.0, 1.0)"),
+        ({"ratios": "0.5"}, "ratios must be a list"),
+        ({"k": 11}, "k must be at most n=10"),
+        ({"nn": 3}, "nn must be a setting of Toy (n, ratios, per, k)"),
+    ],
+)
 def test_bad_values_fail_in_one_line(params, start):
     with pytest.raises(ParameterError) as e:
         Toy.for_profile("cpu", **params)
@@ -65,19 +81,25 @@ def test_bad_values_fail_in_one_line(params, start):
 
 def test_a_misspelt_override_or_a_bad_override_value_fails_when_the_class_is_defined():
     with pytest.raises(ParameterError, match=r"^Bad\.SMOKE key must be a field \(n\); got 'nn'"):
+
         @notebook_settings
         class Bad(NotebookSettings):
             SMOKE = {"nn": 1}
             n: int = setting(1, "n", is_int())
+
     with pytest.raises(ParameterError, match=r"^n must be an integer >= 1; got 0"):
+
         @notebook_settings
         class Bad2(NotebookSettings):
             GPU = {"n": 0}
             n: int = setting(1, "n", is_int())
+
     with pytest.raises(ParameterError, match=r"^Bad3\.n must be declared with maelab.profiles.setting"):
+
         @notebook_settings
         class Bad3(NotebookSettings):
             n: int = 1
+
     with pytest.raises(ParameterError, match="^doc must be a one-line description"):
         setting(1, "")
 
@@ -119,8 +141,7 @@ def test_runner_rejects_an_unknown_parameter_before_papermill(tmp_path, capsys):
     rc = book.main(["run", "--profile", "smoke", "--only", "masking", "-p", "mask_ration=0.3", "--out", str(out)])
     err = capsys.readouterr().err.strip()
     assert rc == 1 and not out.exists()
-    assert err == ("error: mask_ration must be a parameter of notebook 'masking' (seed, progress, mask_ratio); "
-                   "got 0.3")
+    assert err == ("error: mask_ration must be a parameter of notebook 'masking' (seed, progress, mask_ratio); got 0.3")
 
 
 def test_runner_checks_values_and_names_before_papermill(tmp_path):
@@ -137,8 +158,7 @@ def test_runner_checks_values_and_names_before_papermill(tmp_path):
 
 
 def test_parameters_cell_and_parameter_parsing():
-    assert book.notebook_parameters("masking") == ("profile", "seed", "device", "recompute", "progress",
-                                                   "mask_ratio")
+    assert book.notebook_parameters("masking") == ("profile", "seed", "device", "recompute", "progress", "mask_ratio")
     assert book.parse_parameter("mask_ratio=0.3") == ("mask_ratio", 0.3)
     assert book.parse_parameter("seeds=[0, 1]") == ("seeds", [0, 1])
     assert book.parse_parameter("dataset=mnist10k") == ("dataset", "mnist10k")
@@ -163,8 +183,8 @@ def test_a_result_hashes_only_the_settings_it_reads(tmp_path, monkeypatch):
         return res.provenance["config_hash"], res.from_store
 
     h0, stored0 = run()
-    h1, stored1 = run(n_crops=7, mask_ratio=0.3)      # not read: same key, loaded
-    h2, stored2 = run(D=128)                          # read: new key, computed
+    h1, stored1 = run(n_crops=7, mask_ratio=0.3)  # not read: same key, loaded
+    h2, stored2 = run(D=128)  # read: new key, computed
     assert (stored0, stored1, stored2) == (False, True, False) and len(calls) == 2
     assert h0 == h1 != h2
     assert h0 == store.config_hash({"profile": "smoke", "what": "reads D and n_masks_1d", "D": 64, "n_masks_1d": 4})
@@ -187,10 +207,11 @@ def test_no_compute_mode_raises_a_one_line_store_miss(tmp_path, monkeypatch):
         store.load_or_compute("r", {"a": 1}, lambda: {"x": 1}, notebook="nb", profile="cpu", root=tmp_path)
     assert store.load("nb", "r", "cpu", root=tmp_path)["x"] == 2
     # a matching result loads; claims records (derived, cheap) are exempt
-    assert store.load_or_compute("r", {"a": 2}, lambda: {"x": 3}, notebook="nb", profile="cpu",
-                                 root=tmp_path)["x"] == 2
-    assert store.load_or_compute("claims", {"c": 1}, lambda: {"c": 1}, notebook="nb", profile="cpu",
-                                 root=tmp_path)["c"] == 1
+    assert store.load_or_compute("r", {"a": 2}, lambda: {"x": 3}, notebook="nb", profile="cpu", root=tmp_path)["x"] == 2
+    assert (
+        store.load_or_compute("claims", {"c": 1}, lambda: {"c": 1}, notebook="nb", profile="cpu", root=tmp_path)["c"]
+        == 1
+    )
 
 
 def test_every_setting_a_notebook_reads_exists():
@@ -204,6 +225,9 @@ def test_every_setting_a_notebook_reads_exists():
         fields = set(profiles.settings_class(name).field_names()) | methods
         nb = jupytext.read(store.repo_root() / "notebooks" / f"{name}.md")
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-        used = {n.attr for n in ast.walk(ast.parse(code))
-                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "S"}
+        used = {
+            n.attr
+            for n in ast.walk(ast.parse(code))
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "S"
+        }
         assert used <= fields, f"{name}: {sorted(used - fields)}"

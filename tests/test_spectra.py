@@ -1,4 +1,5 @@
 """maelab.spectra: Bisulco et al. §F closed forms against numpy's FFT."""
+
 import numpy as np
 import pytest
 

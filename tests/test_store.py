@@ -1,4 +1,5 @@
 """maelab.store: results as data with provenance; config mismatch recomputes, never reuses silently."""
+
 import json
 import math
 import os
@@ -18,18 +19,25 @@ from maelab._validate import ParameterError
 def _fn(counter, value=1.0):
     def fn():
         counter.append(1)
-        return {"acc": value, "curve": np.arange(5.0) * value, "table": pd.DataFrame({"m": [0.1, 0.5], "y": [1, 2]}),
-                "meta": {"note": "x", "list": [1, 2]}}
+        return {
+            "acc": value,
+            "curve": np.arange(5.0) * value,
+            "table": pd.DataFrame({"m": [0.1, 0.5], "y": [1, 2]}),
+            "meta": {"note": "x", "list": [1, 2]},
+        }
+
     return fn
 
 
 def test_stores_all_kinds_and_reloads_identically(tmp_path):
     calls = []
-    r1 = store.load_or_compute("res", {"a": 1, "b": [1, 2]}, _fn(calls), notebook="nb", profile="cpu", seeds=[3],
-                               root=tmp_path, log=None)
+    r1 = store.load_or_compute(
+        "res", {"a": 1, "b": [1, 2]}, _fn(calls), notebook="nb", profile="cpu", seeds=[3], root=tmp_path, log=None
+    )
     assert not r1.from_store and len(calls) == 1
-    r2 = store.load_or_compute("res", {"b": [1, 2], "a": 1}, _fn(calls), notebook="nb", profile="cpu", seeds=[3],
-                               root=tmp_path, log=None)  # key order does not matter
+    r2 = store.load_or_compute(
+        "res", {"b": [1, 2], "a": 1}, _fn(calls), notebook="nb", profile="cpu", seeds=[3], root=tmp_path, log=None
+    )  # key order does not matter
     assert r2.from_store and len(calls) == 1
     assert r2["acc"] == 1.0 and r2["meta"] == {"note": "x", "list": [1, 2]}
     np.testing.assert_array_equal(r2["curve"], np.arange(5.0))
@@ -37,12 +45,17 @@ def test_stores_all_kinds_and_reloads_identically(tmp_path):
     files = sorted(p.name for p in (tmp_path / "nb").iterdir())
     # side files carry the first 12 hex digits of their own SHA-256; the lock file is hidden and gitignored
     assert [re.sub(r"\.[0-9a-f]{12}\.", ".H.", f) for f in files] == [
-        ".maelab-lock.res.cpu", "res.cpu.H.npz", "res.cpu.json", "res.cpu.table.H.csv"]
+        ".maelab-lock.res.cpu",
+        "res.cpu.H.npz",
+        "res.cpu.json",
+        "res.cpu.table.H.csv",
+    ]
 
 
 def test_provenance_fields(tmp_path):
-    r = store.load_or_compute("res", {"a": 1}, _fn([]), notebook="nb", profile="gpu", seeds=[0, 1], root=tmp_path,
-                              log=None)
+    r = store.load_or_compute(
+        "res", {"a": 1}, _fn([]), notebook="nb", profile="gpu", seeds=[0, 1], root=tmp_path, log=None
+    )
     p = json.loads((tmp_path / "nb" / "res.gpu.json").read_text())["provenance"]
     for key in ("config", "config_hash", "git", "versions", "device", "seeds", "wall_time_s", "timestamp", "profile"):
         assert key in p, key
@@ -56,8 +69,9 @@ def test_different_config_hash_is_recomputed(tmp_path):
     calls = []
     store.load_or_compute("res", {"lr": 0.1}, _fn(calls, 1.0), notebook="nb", profile="cpu", root=tmp_path, log=None)
     msgs = []
-    r = store.load_or_compute("res", {"lr": 0.2}, _fn(calls, 2.0), notebook="nb", profile="cpu", root=tmp_path,
-                              log=msgs.append)
+    r = store.load_or_compute(
+        "res", {"lr": 0.2}, _fn(calls, 2.0), notebook="nb", profile="cpu", root=tmp_path, log=msgs.append
+    )
     assert len(calls) == 2 and not r.from_store and r["acc"] == 2.0
     assert any("config hash" in m and "recomputing" in m for m in msgs)
     # the stored record now carries the new config
@@ -69,15 +83,16 @@ def test_recompute_flag_forces(tmp_path):
     calls = []
     for _ in range(2):
         store.load_or_compute("res", {"x": 1}, _fn(calls), notebook="nb", profile="cpu", root=tmp_path, log=None)
-    store.load_or_compute("res", {"x": 1}, _fn(calls), notebook="nb", profile="cpu", root=tmp_path, recompute=True,
-                          log=None)
+    store.load_or_compute(
+        "res", {"x": 1}, _fn(calls), notebook="nb", profile="cpu", root=tmp_path, recompute=True, log=None
+    )
     assert len(calls) == 2
 
 
 def test_tampered_side_file_is_recomputed(tmp_path):
     calls = []
     store.load_or_compute("res", {"x": 1}, _fn(calls), notebook="nb", profile="cpu", root=tmp_path, log=None)
-    csv, = (tmp_path / "nb").glob("res.cpu.table.*.csv")
+    (csv,) = (tmp_path / "nb").glob("res.cpu.table.*.csv")
     csv.write_text(csv.read_text().replace("0.5", "0.7"))
     with pytest.raises(store.RecordError, match="side file .* was changed"):
         store.load("nb", "res", "cpu", root=tmp_path)
@@ -96,8 +111,9 @@ def test_failure_leaves_nothing_behind(tmp_path):
 
     # a value that cannot be stored fails before any record is written
     with pytest.raises(ParameterError, match="fn result"):
-        store.load_or_compute("res", {"x": 1}, lambda: {"obj": object()}, notebook="nb", profile="cpu",
-                              root=tmp_path, log=None)
+        store.load_or_compute(
+            "res", {"x": 1}, lambda: {"obj": object()}, notebook="nb", profile="cpu", root=tmp_path, log=None
+        )
     assert not list(tmp_path.rglob("*.json"))
     assert [p.name for p in tmp_path.rglob(".*")] == [".maelab-lock.res.cpu"]
 
@@ -117,10 +133,13 @@ def test_smoke_results_never_go_to_data_results(monkeypatch):
     assert ".cache" in store.results_root("smoke").parts
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"profile": "huge"}, "profile"),
-    ({"notebook": "../etc"}, "notebook"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"profile": "huge"}, "profile"),
+        ({"notebook": "../etc"}, "notebook"),
+    ],
+)
 def test_bad_arguments(tmp_path, kwargs, name):
     args = {"notebook": "nb", "profile": "cpu", **kwargs}
     with pytest.raises(ParameterError, match=name):
@@ -161,8 +180,11 @@ def _record(tmp_path, notebook="nb", name="res", profile="cpu") -> Path:
 
 
 def test_nan_and_inf_round_trip_exactly(tmp_path):
-    vals = {"nan": float("nan"), "list": [float("inf"), -math.inf, 1.5, None, "inf"],
-            "nested": {"x": np.float64("nan")}}
+    vals = {
+        "nan": float("nan"),
+        "list": [float("inf"), -math.inf, 1.5, None, "inf"],
+        "nested": {"x": np.float64("nan")},
+    }
     r1 = store.load_or_compute("res", {"x": 1}, lambda: vals, notebook="nb", profile="cpu", root=tmp_path, log=None)
     r2 = store.load("nb", "res", "cpu", root=tmp_path)
     for r in (r1, r2):
@@ -172,8 +194,9 @@ def test_nan_and_inf_round_trip_exactly(tmp_path):
     text = _record(tmp_path).read_text()
     assert "NaN" not in text and "Infinity" not in text  # strict JSON on disk
     with pytest.raises(ParameterError, match="reserved"):
-        store.load_or_compute("res2", {}, lambda: {"a": {"__float__": "nan"}}, notebook="nb", profile="cpu",
-                              root=tmp_path, log=None)
+        store.load_or_compute(
+            "res2", {}, lambda: {"a": {"__float__": "nan"}}, notebook="nb", profile="cpu", root=tmp_path, log=None
+        )
 
 
 def test_edited_value_is_tampering_and_is_recomputed(tmp_path, capsys):
@@ -219,8 +242,13 @@ def _unprivileged(code: str, env: dict | None = None) -> subprocess.CompletedPro
             pytest.skip("running as root without setpriv: cannot drop CAP_DAC_OVERRIDE to test permissions")
         prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
     src = str(Path(store.__file__).resolve().parents[1])
-    return subprocess.run(prefix + [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1", **(env or {})})
+    return subprocess.run(
+        prefix + [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1", **(env or {})},
+    )
 
 
 def _chmod_tree(root: Path, writable: bool) -> None:
@@ -239,7 +267,8 @@ def test_read_only_results_folder_fails_before_computing(tmp_path):
             f"r = store.load_or_compute('old', {{'x': 1}}, lambda: 1/0, notebook='nb', profile='cpu', "
             f"root={str(tmp_path)!r}, log=None)\nprint('render-only ok', r['acc'])\n"
             f"store.load_or_compute('new', {{'x': 1}}, lambda: pathlib.Path({str(marker)!r}).write_text('x') and {{}}, "
-            f"notebook='nb', profile='cpu', root={str(tmp_path)!r}, log=None)\n")
+            f"notebook='nb', profile='cpu', root={str(tmp_path)!r}, log=None)\n"
+        )
     finally:
         _chmod_tree(tmp_path, writable=True)
     assert "render-only ok 1.0" in p.stdout  # reading needs no write permission
@@ -267,8 +296,11 @@ def _schema1_copy(dest):
 def test_migrate_upgrades_committed_records_without_touching_values(tmp_path):
     _schema1_copy(tmp_path / "masking")
     old = {p.name: json.loads(p.read_text()) for p in (tmp_path / "masking").glob("*.json")}
-    sides = {p.name: p.read_bytes() for p in (tmp_path / "masking").iterdir()
-             if p.suffix != ".json" and not p.name.startswith(".")}
+    sides = {
+        p.name: p.read_bytes()
+        for p in (tmp_path / "masking").iterdir()
+        if p.suffix != ".json" and not p.name.startswith(".")
+    }
     assert old and all("sha256" not in r for r in old.values())  # the pre-migration format (schema 1)
     counts = store.migrate(tmp_path, log=lambda s: None)
     assert counts == {"upgraded": len(old), "current": 0, "failed": 0}
@@ -277,8 +309,11 @@ def test_migrate_upgrades_committed_records_without_touching_values(tmp_path):
         assert new["schema"] == store.SCHEMA and new["data"] == rec["data"] and new["arrays"] == rec["arrays"]
         notebook, (rname, profile) = "masking", name.split(".")[:2]
         assert store.load(notebook, rname, profile, root=tmp_path) is not None
-    assert {p.name: p.read_bytes() for p in (tmp_path / "masking").iterdir()
-            if p.suffix != ".json" and not p.name.startswith(".")} == sides
+    assert {
+        p.name: p.read_bytes()
+        for p in (tmp_path / "masking").iterdir()
+        if p.suffix != ".json" and not p.name.startswith(".")
+    } == sides
     before = {p.name: p.read_bytes() for p in (tmp_path / "masking").glob("*.json")}
     assert store.migrate(tmp_path, log=lambda s: None) == {"upgraded": 0, "current": len(old), "failed": 0}
     assert {p.name: p.read_bytes() for p in (tmp_path / "masking").glob("*.json")} == before  # idempotent
@@ -321,13 +356,15 @@ def test_claims_record_is_not_rewritten_for_a_last_digit_difference(tmp_path, mo
 
 
 def test_claims_record_render_only_on_a_read_only_results_folder(tmp_path):
-    code = ("import os, numpy as np\nfrom maelab import book\nfrom maelab.claims import Evidence\n"
-            "ctx = book.setup('masking', profile='smoke')\n"
-            "res = ctx.load_or_compute('identity_1d', {'n': 3}, lambda: {'err': 1.0})\n"
-            "v = 1.2428489411147947\n"
-            "v = v if os.environ.get('STEP') == '1' else float(np.nextafter(v, 2.0))\n"
-            "ctx.claim('bisulco.eq19_as_printed', Evidence(value=v, note='max over masks'), res)\n"
-            "ctx.finish()\nprint('finished')\n")
+    code = (
+        "import os, numpy as np\nfrom maelab import book\nfrom maelab.claims import Evidence\n"
+        "ctx = book.setup('masking', profile='smoke')\n"
+        "res = ctx.load_or_compute('identity_1d', {'n': 3}, lambda: {'err': 1.0})\n"
+        "v = 1.2428489411147947\n"
+        "v = v if os.environ.get('STEP') == '1' else float(np.nextafter(v, 2.0))\n"
+        "ctx.claim('bisulco.eq19_as_printed', Evidence(value=v, note='max over masks'), res)\n"
+        "ctx.finish()\nprint('finished')\n"
+    )
     env = {"MAELAB_RESULTS_DIR": str(tmp_path)}
     assert _unprivileged(code, {**env, "STEP": "1"}).returncode == 0
     _chmod_tree(tmp_path, writable=False)
@@ -345,8 +382,9 @@ def test_claims_evidence_changed_beyond_tolerance_warns_and_rewrites(tmp_path, m
     with pytest.warns(book.EvidenceChanged, match="evidence for bisulco.eq19_as_printed differs beyond rtol=1e-09"):
         second = _masking_claims(monkeypatch, tmp_path, 0.5 * (1 + 1e-6)).finish()
     assert not second.from_store and second.path == first.path
-    assert store.load("masking", "claims", "smoke", root=tmp_path)["claims"]["bisulco.eq19_as_printed"][
-        "evidence"]["value"] == 0.5 * (1 + 1e-6)
+    assert store.load("masking", "claims", "smoke", root=tmp_path)["claims"]["bisulco.eq19_as_printed"]["evidence"][
+        "value"
+    ] == 0.5 * (1 + 1e-6)
 
 
 def test_claims_record_follows_its_sources(tmp_path, monkeypatch):
@@ -378,7 +416,8 @@ def test_claims_difference_tolerance():
     tiny = {"evidence": {"value": 0.0, "y": [1e-13, float("nan")]}, "verdict": "supported", "sources": []}
     assert claims_difference({"a": row}, {"a": near}) is None
     assert "beyond" in claims_difference({"a": row}, {"a": far})
-    assert claims_difference({"a": {**tiny, "evidence": {"value": 5e-13, "y": [0.0, float("nan")]}}},
-                             {"a": tiny}) is None  # atol
+    assert (
+        claims_difference({"a": {**tiny, "evidence": {"value": 5e-13, "y": [0.0, float("nan")]}}}, {"a": tiny}) is None
+    )  # atol
     assert "verdict" in claims_difference({"a": row}, {"a": {**near, "verdict": "inconclusive"}})
     assert "claims" in claims_difference({"a": row}, {"b": row})

@@ -1,6 +1,7 @@
 """Tests for maelab.train.checkpoint: unusable checkpoint files give one clear line (never torch's advice to load
 with ``weights_only=False``, never code execution), and a process killed while writing a checkpoint leaves the
 previous one intact under the final name."""
+
 from __future__ import annotations
 
 import os
@@ -11,10 +12,10 @@ import textwrap
 
 import pytest
 import torch
+from test_train import REPO, TESTS, assert_same_weights, cfg, strip, tiny, toy
 
 from maelab import ParameterError
 from maelab.train import CheckpointError, load_checkpoint, train
-from test_train import REPO, TESTS, assert_same_weights, cfg, strip, tiny, toy
 
 
 @pytest.fixture(autouse=True)
@@ -31,17 +32,20 @@ def _good_checkpoint_bytes(tmp_path) -> bytes:
 def _assert_one_line_advice(err: Exception, path) -> None:
     msg = str(err)
     assert "\n" not in msg
-    assert str(path) in msg                               # names the file
-    assert "delete it" in msg and "resume=False" in msg   # says what to do
+    assert str(path) in msg  # names the file
+    assert "delete it" in msg and "resume=False" in msg  # says what to do
     assert "weights_only=False" not in msg and "weights_only` set to `False" not in msg
 
 
 @pytest.mark.parametrize("kind", ["truncated", "empty", "garbage_text", "garbage_bytes"])
 def test_unreadable_checkpoint_gives_one_line_error(tmp_path, kind):
     good = _good_checkpoint_bytes(tmp_path)
-    content = {"truncated": good[:len(good) // 2], "empty": b"",
-               "garbage_text": b"this is not a checkpoint\n" * 20,
-               "garbage_bytes": bytes((i * 7919 + 13) % 256 for i in range(4096))}[kind]
+    content = {
+        "truncated": good[: len(good) // 2],
+        "empty": b"",
+        "garbage_text": b"this is not a checkpoint\n" * 20,
+        "garbage_bytes": bytes((i * 7919 + 13) % 256 for i in range(4096)),
+    }[kind]
     ck = tmp_path / "ck"
     ck.mkdir()
     path = ck / "last.pt"
@@ -79,9 +83,14 @@ def test_checkpoint_with_code_is_refused_in_one_line_and_never_run(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("obj,what", [({"format": "other/2"}, "not a maelab.train/1 checkpoint"),
-                                      ([1, 2, 3], "not a maelab.train/1 checkpoint"),
-                                      ({"format": "maelab.train/1", "epoch": 1}, "incomplete")])
+@pytest.mark.parametrize(
+    "obj,what",
+    [
+        ({"format": "other/2"}, "not a maelab.train/1 checkpoint"),
+        ([1, 2, 3], "not a maelab.train/1 checkpoint"),
+        ({"format": "maelab.train/1", "epoch": 1}, "incomplete"),
+    ],
+)
 def test_foreign_or_incomplete_checkpoint(tmp_path, obj, what):
     path = tmp_path / "last.pt"
     torch.save(obj, path)
@@ -128,8 +137,9 @@ def test_kill_while_writing_leaves_the_previous_checkpoint(tmp_path):
     full = train(tiny(), toy(), c, device="cpu")
     ck = tmp_path / "ck"
     env = dict(os.environ, OMP_NUM_THREADS=str(torch.get_num_threads()), MAELAB_PROGRESS="0")
-    proc = subprocess.run([sys.executable, "-c", KILL_WHILE_WRITING.format(tests=str(TESTS), ck=str(ck))],
-                          env=env, cwd=REPO, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILL_WHILE_WRITING.format(tests=str(TESTS), ck=str(ck))], env=env, cwd=REPO, timeout=120
+    )
     assert proc.returncode == -signal.SIGKILL
     # checkpoints at step 3 (epoch 1, iteration 3) and step 4 (end of epoch 1); the kill hit the one at step 6
     st = load_checkpoint(ck / "last.pt")

@@ -1,5 +1,6 @@
 """The trainer's fast path, tested where a CPU allows (issue 13, item 4): the bf16 step under CPU autocast, the step
 loop's host syncs counted, the deferred NaN stop, fused AdamW chosen only on CUDA, and the dry-run step cap."""
+
 import sys
 from types import SimpleNamespace
 
@@ -15,8 +16,9 @@ SYNCS = ("item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__")
 
 def data(n=64, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return SimpleNamespace(images=torch.rand(n, 1, 16, 16, generator=g), labels=torch.randint(0, 3, (n,), generator=g),
-                           num_classes=3)
+    return SimpleNamespace(
+        images=torch.rand(n, 1, 16, 16, generator=g), labels=torch.randint(0, 3, (n,), generator=g), num_classes=3
+    )
 
 
 def model():
@@ -41,6 +43,7 @@ class SyncCounter:
                 if caller.startswith("maelab"):
                     self.calls.append((_name, caller))
                 return _orig(t, *a, **kw)
+
             monkeypatch.setattr(torch.Tensor, name, wrapper)
 
 
@@ -55,10 +58,10 @@ def test_host_syncs_per_epoch_do_not_grow_with_steps(monkeypatch):
         train(model(), data(n), cfg(log_every=every), device="cpu", progress=False)
         counts[(n, every)] = sum(1 for _, where in counter.calls if where == "maelab.train.loop")
         monkeypatch.undo()
-    steps_small, steps_large = 64 // 8, 256 // 8   # 8 and 32 steps per epoch, 2 epochs
+    steps_small, steps_large = 64 // 8, 256 // 8  # 8 and 32 steps per epoch, 2 epochs
     assert counts[(64, 1000)] == 2 * 2, counts
-    assert counts[(256, 1000)] == counts[(64, 1000)], counts        # independent of the number of steps
-    assert counts[(256, 8)] == 2 * (1 + steps_large // 8), counts    # one loss read-back per 8 steps
+    assert counts[(256, 1000)] == counts[(64, 1000)], counts  # independent of the number of steps
+    assert counts[(256, 8)] == 2 * (1 + steps_large // 8), counts  # one loss read-back per 8 steps
     assert steps_small < steps_large
 
 
@@ -101,8 +104,9 @@ def test_deferred_nan_stop_names_the_first_bad_step():
 def test_bf16_step_runs_under_cpu_autocast():
     seen = []
     m = model()
-    m.register_forward_pre_hook(lambda mod, args: seen.append(
-        (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))))
+    m.register_forward_pre_hook(
+        lambda mod, args: seen.append((torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")))
+    )
     res = train(m, data(), cfg(amp="bf16", epochs=1), device="cpu", progress=False)
     assert seen and all(on and dt == torch.bfloat16 for on, dt in seen[:8])
     assert all(torch.isfinite(torch.tensor(h["loss"])) for h in res.history)
@@ -123,6 +127,7 @@ def test_fused_adamw_only_on_cuda():
         def __init__(self, params, **kw):
             captured.update(kw)
             super().__init__(params, **{k: v for k, v in kw.items() if k != "fused"})
+
     torch.optim.AdamW = Spy
     try:
         cuda.adamw(p, lr=1e-3)

@@ -1,4 +1,5 @@
 """The GitHub workflows cannot run here; they are parsed and checked for the keys that make them work."""
+
 from pathlib import Path
 
 import pytest
@@ -68,8 +69,11 @@ def test_ci_workflow_runs_ci_run_with_chromium_and_a_timeout():
     assert any(str(s.get("run", "")).strip() == ".ci/run" for s in steps)
     # Python 3.11: from actions/setup-python or from a python:3.11 container
     setup = _uses(steps, "actions/setup-python")
-    image = str(job.get("container", {}).get("image", "") if isinstance(job.get("container"), dict)
-                else job.get("container", ""))
+    image = str(
+        job.get("container", {}).get("image", "")
+        if isinstance(job.get("container"), dict)
+        else job.get("container", "")
+    )
     assert (setup and str(setup[0]["with"]["python-version"]) == "3.11") or image.startswith("python:3.11")
 
 

@@ -7,6 +7,7 @@ once) fixes it, but libgomp reads it only when it is loaded, at ``import torch``
 maelab before torch, or export ``OMP_WAIT_POLICY=PASSIVE``; processes started from here (the book runner's
 notebook kernels) inherit it. Measured by ``benchmarks/threading_speed.py``.
 """
+
 import os as _os
 import sys as _sys
 

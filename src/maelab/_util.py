@@ -1,5 +1,6 @@
 """Small shared helpers: seeding, device resolution, the BLAS thread limit, progress bars, atomic file writes, and
 the dry-run switch (:func:`dry_run_limits`)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -7,8 +8,8 @@ import dataclasses
 import os
 import random
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -106,7 +107,9 @@ def device_name(device) -> str:
         return torch.cuda.get_device_name(device)
     import platform
 
-    return f"cpu ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} threads)"
+    return (
+        f"cpu ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} threads)"
+    )
 
 
 def progress_enabled(progress: bool | None = None) -> bool:
@@ -145,7 +148,7 @@ def _remove_dead_leftovers(folder: Path, target: str) -> None:
     me = _owner()
     host = me.rsplit("-", 1)[0]
     for p in folder.glob(f"{TMP_PREFIX}.{target}.{host}-*"):
-        m = p.name[len(f"{TMP_PREFIX}.{target}.{host}-"):].split(".", 1)[0]
+        m = p.name[len(f"{TMP_PREFIX}.{target}.{host}-") :].split(".", 1)[0]
         if not m.isdigit() or int(m) == os.getpid():
             continue
         try:
@@ -168,8 +171,9 @@ def atomic_path(path: str | os.PathLike, suffix: str | None = None) -> Iterator[
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_dead_leftovers(path.parent, path.name)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}.{path.name}.{_owner()}.",
-                               suffix=suffix or path.suffix or ".tmp")
+    fd, tmp = tempfile.mkstemp(
+        dir=path.parent, prefix=f"{TMP_PREFIX}.{path.name}.{_owner()}.", suffix=suffix or path.suffix or ".tmp"
+    )
     os.close(fd)
     tmp = Path(tmp)
     try:

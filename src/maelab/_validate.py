@@ -4,6 +4,7 @@ Every user-facing check raises :class:`ParameterError` (a ``ValueError``) whose 
 names the parameter, the allowed values and what was given, e.g.
 ``mask_ratio must be in the open interval (0, 1); got 1.5``.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,15 @@ def in_open_unit(name: str, value: Any) -> float:
     return in_range(name, value, 0.0, 1.0, low_open=True, high_open=True)
 
 
-def in_range(name: str, value: Any, low: float | None = None, high: float | None = None, *,
-             low_open: bool = False, high_open: bool = False) -> float:
+def in_range(
+    name: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
     lo_b, hi_b = ("(" if low_open else "["), (")" if high_open else "]")
     desc = f"a number in {lo_b}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi_b}"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):

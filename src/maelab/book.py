@@ -28,6 +28,7 @@ and code paths but caps every training run at a couple of optimiser steps and ev
 results and checkpoints go to a temp folder, claims are not scored. ``--profile gpu`` on a machine without CUDA is
 refused with the predicted duration on this CPU unless ``--force-cpu`` is given.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,13 +40,21 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import claims as claims_mod
 from . import store
-from ._util import (DRY_RUN_DIR_ENV, DRY_RUN_ENV, TMP_PREFIX, dry_run_limits, progress_enabled, resolve_device,
-                    seed_everything)
+from ._util import (
+    DRY_RUN_DIR_ENV,
+    DRY_RUN_ENV,
+    TMP_PREFIX,
+    dry_run_limits,
+    progress_enabled,
+    resolve_device,
+    seed_everything,
+)
 from ._validate import ParameterError
 from .profiles import CORE_PARAMS, PROFILE_NAMES, NotebookSettings, settings_class, validate_core
 
@@ -88,13 +97,26 @@ class Context:
         if "profile" in config:
             raise ParameterError("config key", "not 'profile' (Context adds it)", "profile")
         full = {"profile": self.profile, **config}
-        if self.profile == "gpu" and getattr(self.device, "type", "cpu") != "cuda" and dry_run_limits() is None \
-                and os.environ.get(ALLOW_CPU_ENV) != "1":
+        if (
+            self.profile == "gpu"
+            and getattr(self.device, "type", "cpu") != "cuda"
+            and dry_run_limits() is None
+            and os.environ.get(ALLOW_CPU_ENV) != "1"
+        ):
+
             def fn(fn=fn):  # only reached when the result must be computed (a stored one is loaded)
                 raise GpuUnavailable(gpu_on_cpu_message([self.notebook]))
-        res = store.load_or_compute(name, full, fn, notebook=self.notebook, profile=self.profile,
-                                    seeds=seeds if seeds is not None else [self.seed], device=self.device,
-                                    recompute=self.recompute)
+
+        res = store.load_or_compute(
+            name,
+            full,
+            fn,
+            notebook=self.notebook,
+            profile=self.profile,
+            seeds=seeds if seeds is not None else [self.seed],
+            device=self.device,
+            recompute=self.recompute,
+        )
         self.results.append(res)
         return res
 
@@ -109,14 +131,24 @@ class Context:
             return DRY_RUN_VERDICT, "dry run: capped training, not scored"
         v, why = claims_mod.verdict(c, evidence)
         self._claims[claim_id] = {
-            "evidence": evidence.to_dict(), "verdict": v, "reason": why,
-            "sources": [{"name": s.name, "config_hash": s.provenance["config_hash"],
-                         "commit": s.provenance["git"]["commit"], "device": s.provenance["device"]}
-                        for s in sources],
+            "evidence": evidence.to_dict(),
+            "verdict": v,
+            "reason": why,
+            "sources": [
+                {
+                    "name": s.name,
+                    "config_hash": s.provenance["config_hash"],
+                    "commit": s.provenance["git"]["commit"],
+                    "device": s.provenance["device"],
+                }
+                for s in sources
+            ],
         }
         # what the record is keyed by: the results the evidence was computed from, and how it is judged
-        self._claim_keys[claim_id] = {"criterion": c.criterion.text,
-                                      "sources": [[s.name, s.provenance["config_hash"]] for s in sources]}
+        self._claim_keys[claim_id] = {
+            "criterion": c.criterion.text,
+            "sources": [[s.name, s.provenance["config_hash"]] for s in sources],
+        }
         return v, why
 
     def claims_frame(self):
@@ -126,9 +158,17 @@ class Context:
         for cid, rec in self._claims.items():
             c = claims_mod.REGISTRY[cid]
             ev = claims_mod.Evidence.from_dict(rec["evidence"])
-            rows.append({"claim": c.statement, "where": c.where, "paper": c.paper_value,
-                         "ours": format_value(ev), "criterion": c.criterion.text, "verdict": rec["verdict"],
-                         "reason": rec["reason"]})
+            rows.append(
+                {
+                    "claim": c.statement,
+                    "where": c.where,
+                    "paper": c.paper_value,
+                    "ours": format_value(ev),
+                    "criterion": c.criterion.text,
+                    "verdict": rec["verdict"],
+                    "reason": rec["reason"],
+                }
+            )
         return pd.DataFrame(rows)
 
     def finish(self) -> store.Result | None:
@@ -143,14 +183,20 @@ class Context:
         warning says so in one line.
         """
         if dry_run_limits() is not None:
-            print("DRY RUN: every training run was capped at a couple of optimiser steps and every evaluation at a "
-                  "few images; the numbers on this page mean nothing and no claim was scored or stored.", flush=True)
+            print(
+                "DRY RUN: every training run was capped at a couple of optimiser steps and every evaluation at a "
+                "few images; the numbers on this page mean nothing and no claim was scored or stored.",
+                flush=True,
+            )
             return None
         if not self._claims:
             return None
         rows = {k: self._claims[k] for k in sorted(self._claims)}
-        key = {"profile": self.profile, "settings": self.settings,
-               "claims": {k: self._claim_keys[k] for k in sorted(self._claim_keys)}}
+        key = {
+            "profile": self.profile,
+            "settings": self.settings,
+            "claims": {k: self._claim_keys[k] for k in sorted(self._claim_keys)},
+        }
         try:
             stored = store.load(self.notebook, "claims", self.profile)
         except store.OldSchemaError:
@@ -163,10 +209,20 @@ class Context:
             if diff is None:
                 return stored
             if not diff.startswith("sources"):
-                warnings.warn(f"{self.notebook}: {diff} although its sources are unchanged; rewriting the claims "
-                              "record", EvidenceChanged, stacklevel=2)
-        return store.save("claims", key, {"claims": rows}, notebook=self.notebook, profile=self.profile,
-                          seeds=[self.seed], device=self.device)
+                warnings.warn(
+                    f"{self.notebook}: {diff} although its sources are unchanged; rewriting the claims record",
+                    EvidenceChanged,
+                    stacklevel=2,
+                )
+        return store.save(
+            "claims",
+            key,
+            {"claims": rows},
+            notebook=self.notebook,
+            profile=self.profile,
+            seeds=[self.seed],
+            device=self.device,
+        )
 
     def provenance_frame(self):
         """One row per result used on this page: where it came from."""
@@ -175,35 +231,62 @@ class Context:
         rows = []
         for r in self.results:
             p = r.provenance
-            rows.append({"result": r.name, "profile": p["profile"], "device": p["device"],
-                         "commit": p["git"]["commit"][:10] + ("+dirty" if p["git"]["dirty"] else ""),
-                         "seeds": ", ".join(map(str, p["seeds"] or [])), "wall time (s)": f"{p['wall_time_s']:.3g}",
-                         "computed": p["timestamp"][:19].replace("T", " "),
-                         "config hash": p["config_hash"], "loaded from store": r.from_store})
+            rows.append(
+                {
+                    "result": r.name,
+                    "profile": p["profile"],
+                    "device": p["device"],
+                    "commit": p["git"]["commit"][:10] + ("+dirty" if p["git"]["dirty"] else ""),
+                    "seeds": ", ".join(map(str, p["seeds"] or [])),
+                    "wall time (s)": f"{p['wall_time_s']:.3g}",
+                    "computed": p["timestamp"][:19].replace("T", " "),
+                    "config hash": p["config_hash"],
+                    "loaded from store": r.from_store,
+                }
+            )
         return pd.DataFrame(rows)
 
 
-def setup(notebook: str, *, profile: str, seed: int = 0, device: str = "auto", recompute: bool = False,
-          progress: bool | None = None, **params: Any) -> Context:
+def setup(
+    notebook: str,
+    *,
+    profile: str,
+    seed: int = 0,
+    device: str = "auto",
+    recompute: bool = False,
+    progress: bool | None = None,
+    **params: Any,
+) -> Context:
     """Validate a notebook's parameters (one-line ParameterError on the first bad one) and build its context.
 
     ``params`` name fields of the notebook's settings class (``None`` keeps the profile's value); any other name
     is an error listing the allowed ones.
     """
     cls = settings_class(notebook)
-    checked = validate_core({"profile": profile, "seed": seed, "device": device, "recompute": recompute,
-                             "progress": progress})
+    checked = validate_core(
+        {"profile": profile, "seed": seed, "device": device, "recompute": recompute, "progress": progress}
+    )
     extra = {k: v for k, v in params.items() if v is not None}
     S = cls.for_profile(checked["profile"], **extra)  # unknown names and bad values: one-line ParameterError
     dev = resolve_device(checked["device"])
     if dry_run_limits() is not None:
-        print(f"DRY RUN of {notebook} with profile={checked['profile']}: the profile's models, data and code paths, "
-              "a couple of optimiser steps per training run, a few images per evaluation; results in a temp "
-              "folder, claims not scored.", flush=True)
+        print(
+            f"DRY RUN of {notebook} with profile={checked['profile']}: the profile's models, data and code paths, "
+            "a couple of optimiser steps per training run, a few images per evaluation; results in a temp "
+            "folder, claims not scored.",
+            flush=True,
+        )
     seed_everything(checked["seed"])
-    return Context(notebook=notebook, profile=checked["profile"], seed=checked["seed"], device=dev,
-                   recompute=checked["recompute"], progress=progress_enabled(checked["progress"]), params=extra,
-                   settings=S)
+    return Context(
+        notebook=notebook,
+        profile=checked["profile"],
+        seed=checked["seed"],
+        device=dev,
+        recompute=checked["recompute"],
+        progress=progress_enabled(checked["progress"]),
+        params=extra,
+        settings=S,
+    )
 
 
 def format_value(ev: claims_mod.Evidence) -> str:
@@ -244,8 +327,10 @@ def claims_difference(stored: dict, new: dict) -> str | None:
     for cid in sorted(new):
         a, b = stored[cid], new[cid]
         if not _close(a.get("evidence"), b.get("evidence")):
-            return (f"evidence for {cid} differs beyond rtol={CLAIMS_RTOL:g}, atol={CLAIMS_ATOL:g} "
-                    f"({a.get('evidence')} -> {b.get('evidence')})")
+            return (
+                f"evidence for {cid} differs beyond rtol={CLAIMS_RTOL:g}, atol={CLAIMS_ATOL:g} "
+                f"({a.get('evidence')} -> {b.get('evidence')})"
+            )
         if a.get("verdict") != b.get("verdict"):
             return f"verdict of {cid} changed ({a.get('verdict')} -> {b.get('verdict')})"
     return None
@@ -259,12 +344,21 @@ def page_provenance(ctx: Context) -> dict[str, str]:
     """
     provs = [r.provenance for r in ctx.results]
     devices = sorted({str(p.get("device", "")) for p in provs} - {""})
-    commits = sorted({str(p.get("git", {}).get("commit", ""))[:10] + ("+dirty" if p.get("git", {}).get("dirty") else "")
-                      for p in provs} - {""})
+    commits = sorted(
+        {
+            str(p.get("git", {}).get("commit", ""))[:10] + ("+dirty" if p.get("git", {}).get("dirty") else "")
+            for p in provs
+        }
+        - {""}
+    )
     wall = sum(float(p.get("wall_time_s") or 0.0) for p in provs)
     loaded = sum(bool(getattr(r, "from_store", False)) for r in ctx.results)
-    return {"profile": ctx.profile, "device": "; ".join(devices) or "—", "commit": ", ".join(commits) or "—",
-            "wall time": f"{wall:.1f} s over {len(provs)} results ({loaded} loaded from the store)" if provs else "—"}
+    return {
+        "profile": ctx.profile,
+        "device": "; ".join(devices) or "—",
+        "commit": ", ".join(commits) or "—",
+        "wall time": f"{wall:.1f} s over {len(provs)} results ({loaded} loaded from the store)" if provs else "—",
+    }
 
 
 def settings_table(settings: Any, provenance: dict[str, Any] | None = None, *, title: str = "Settings"):
@@ -293,10 +387,14 @@ def settings_table(settings: Any, provenance: dict[str, Any] | None = None, *, t
     esc = html.escape
     head = " · ".join(f"{esc(str(k))} <b>{esc(str(v))}</b>" for k, v in prov.items() if k in ("profile", "device"))
     cells = "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(str(v))}</td><td></td></tr>" for k, v in prov.items())
-    cells += "".join(f"<tr><th><code>{esc(str(k))}</code></th><td><code>{esc(repr(v))}</code></td>"
-                     f"<td>{esc(str(h))}</td></tr>" for k, v, h in rows)
-    return HTML(f'<details class="maelab-settings"><summary>{esc(title)}: {head}</summary>'
-                f'<table class="table"><tbody>{cells}</tbody></table></details>')
+    cells += "".join(
+        f"<tr><th><code>{esc(str(k))}</code></th><td><code>{esc(repr(v))}</code></td><td>{esc(str(h))}</td></tr>"
+        for k, v, h in rows
+    )
+    return HTML(
+        f'<details class="maelab-settings"><summary>{esc(title)}: {head}</summary>'
+        f'<table class="table"><tbody>{cells}</tbody></table></details>'
+    )
 
 
 # ----------------------------------------------------------------------------------------------- scoreboard
@@ -342,23 +440,51 @@ def collect_claims():
                 break
     rows = []
     for c in claims_mod.REGISTRY.values():
-        row = {"id": c.id, "paper": c.paper, "where": c.where, "claim": c.statement, "paper's value": c.paper_value,
-               "measure": c.measure, "criterion": c.criterion.text, "notebook": c.notebook}
+        row = {
+            "id": c.id,
+            "paper": c.paper,
+            "where": c.where,
+            "claim": c.statement,
+            "paper's value": c.paper_value,
+            "measure": c.measure,
+            "criterion": c.criterion.text,
+            "notebook": c.notebook,
+        }
         found = best.get(c.notebook)
         rec = found[1].get(c.id) if found and found[1] is not None else None
         if found is not None and found[3]:
-            row.update({"ours": "—", "verdict": RECORD_ERROR, "reason": found[3], "profile": found[0], "device": "",
-                        "commit": ""})
+            row.update(
+                {
+                    "ours": "—",
+                    "verdict": RECORD_ERROR,
+                    "reason": found[3],
+                    "profile": found[0],
+                    "device": "",
+                    "commit": "",
+                }
+            )
         elif rec is None:
-            row.update({"ours": "—", "verdict": "not yet measured", "reason": "", "profile": "", "device": "",
-                        "commit": ""})
+            row.update(
+                {"ours": "—", "verdict": "not yet measured", "reason": "", "profile": "", "device": "", "commit": ""}
+            )
         else:
             ev = claims_mod.Evidence.from_dict(rec["evidence"])
             v, why = claims_mod.verdict(c, ev)
-            src = rec["sources"][0] if rec["sources"] else {"device": found[2]["device"],
-                                                             "commit": found[2]["git"]["commit"]}
-            row.update({"ours": format_value(ev), "verdict": v, "reason": why, "profile": found[0],
-                        "device": src["device"], "commit": src["commit"][:10]})
+            src = (
+                rec["sources"][0]
+                if rec["sources"]
+                else {"device": found[2]["device"], "commit": found[2]["git"]["commit"]}
+            )
+            row.update(
+                {
+                    "ours": format_value(ev),
+                    "verdict": v,
+                    "reason": why,
+                    "profile": found[0],
+                    "device": src["device"],
+                    "commit": src["commit"][:10],
+                }
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -412,9 +538,14 @@ def predicted_minutes(profile: str, notebooks: list[str] | None = None, calibrat
 
     plans = cost.notebook_plans(profile)
     cpu = cost.cpu_device(calibration)
-    return {nb: (sum(cost.predict(r, cost.H100)["seconds"] for r in runs) / 60,
-                 sum(cost.predict(r, cpu)["seconds"] for r in runs) / 60)
-            for nb, runs in plans.items() if notebooks is None or nb in notebooks}
+    return {
+        nb: (
+            sum(cost.predict(r, cost.H100)["seconds"] for r in runs) / 60,
+            sum(cost.predict(r, cpu)["seconds"] for r in runs) / 60,
+        )
+        for nb, runs in plans.items()
+        if notebooks is None or nb in notebooks
+    }
 
 
 def gpu_on_cpu_message(notebooks: list[str], calibration=None) -> str:
@@ -423,11 +554,16 @@ def gpu_on_cpu_message(notebooks: list[str], calibration=None) -> str:
     cpu = sum(m[1] for m in mins.values())
     h100 = sum(m[0] for m in mins.values())
     what = ", ".join(notebooks) if len(notebooks) <= 3 else f"{len(notebooks)} notebooks"
-    est = (f"its planned training is predicted at {cpu:,.0f} min on this CPU ({h100:.1f} min on one H100, "
-           "maelab.cost)" if mins else "its cost on this CPU is not modelled")
-    return (f"profile 'gpu' ({what}) needs a CUDA GPU and torch.cuda.is_available() is False here; {est}: run "
-            "--profile cpu instead, or --dry-run to check the gpu settings on this CPU in minutes, or add --force-cpu "
-            f"(env {ALLOW_CPU_ENV}=1) to compute it here anyway")
+    est = (
+        f"its planned training is predicted at {cpu:,.0f} min on this CPU ({h100:.1f} min on one H100, maelab.cost)"
+        if mins
+        else "its cost on this CPU is not modelled"
+    )
+    return (
+        f"profile 'gpu' ({what}) needs a CUDA GPU and torch.cuda.is_available() is False here; {est}: run "
+        "--profile cpu instead, or --dry-run to check the gpu settings on this CPU in minutes, or add --force-cpu "
+        f"(env {ALLOW_CPU_ENV}=1) to compute it here anyway"
+    )
 
 
 RUNNER_FLAGS = ("profile", "recompute", "device")  # set by the runner's own options, not by -p
@@ -447,8 +583,11 @@ def notebook_parameters(name: str, root: Path | None = None) -> tuple[str, ...]:
         if cell.cell_type == "code" and "parameters" in cell.metadata.get("tags", []):
             names: list[str] = []
             for node in ast.parse(cell.source).body:
-                targets = node.targets if isinstance(node, ast.Assign) else (
-                    [node.target] if isinstance(node, ast.AnnAssign) else [])
+                targets = (
+                    node.targets
+                    if isinstance(node, ast.Assign)
+                    else ([node.target] if isinstance(node, ast.AnnAssign) else [])
+                )
                 for t in targets:
                     names += [e.id for e in (t.elts if isinstance(t, ast.Tuple) else [t]) if isinstance(e, ast.Name)]
             return tuple(dict.fromkeys(names))
@@ -467,8 +606,9 @@ def check_parameters(name: str, profile: str, params: dict[str, Any], root: Path
         if k not in allowed:
             raise ParameterError(k, f"a parameter of notebook {name!r} (" + ", ".join(allowed) + ")", v)
     validate_core({k: v for k, v in params.items() if k in CORE_PARAMS})
-    settings_class(name).for_profile(profile, **{k: v for k, v in params.items()
-                                                 if k not in CORE_PARAMS and v is not None})
+    settings_class(name).for_profile(
+        profile, **{k: v for k, v in params.items() if k not in CORE_PARAMS and v is not None}
+    )
 
 
 def parse_parameter(text: str) -> tuple[str, Any]:
@@ -485,8 +625,16 @@ def parse_parameter(text: str) -> tuple[str, Any]:
         return name, raw.strip()
 
 
-def run_notebook(name: str, profile: str, out_dir: Path, *, recompute: bool = False, device: str = "auto",
-                 extra: dict | None = None, root: Path | None = None) -> Path:
+def run_notebook(
+    name: str,
+    profile: str,
+    out_dir: Path,
+    *,
+    recompute: bool = False,
+    device: str = "auto",
+    extra: dict | None = None,
+    root: Path | None = None,
+) -> Path:
     """Execute notebooks/NAME.md through papermill into out_dir/NAME.ipynb; NotebookFailed names the cell.
 
     The notebook executes into a temp file that replaces NAME.ipynb only on success: a failed run keeps the last
@@ -511,8 +659,16 @@ def run_notebook(name: str, profile: str, out_dir: Path, *, recompute: bool = Fa
     params = {"profile": profile, "recompute": recompute, "device": device, **(extra or {})}
     t0 = time.perf_counter()
     try:
-        pm.execute_notebook(str(inp), str(tmp), parameters=params, kernel_name="python3", cwd=str(root / "notebooks"),
-                            progress_bar=False, log_output=False, report_mode=False)
+        pm.execute_notebook(
+            str(inp),
+            str(tmp),
+            parameters=params,
+            kernel_name="python3",
+            cwd=str(root / "notebooks"),
+            progress_bar=False,
+            log_output=False,
+            report_mode=False,
+        )
     except Exception as e:
         if tmp.exists():
             os.replace(tmp, failed)
@@ -522,11 +678,14 @@ def run_notebook(name: str, profile: str, out_dir: Path, *, recompute: bool = Fa
             evalue = str(e.evalue).splitlines()[0] if str(e.evalue) else ""
             first = next((ln.strip() for ln in (e.source or "").splitlines() if ln.strip()), "")
             first = first if len(first) <= 60 else first[:57] + "..."
-            raise NotebookFailed(f"notebook {name} (notebooks/{name}.md) failed in cell {e.cell_index} "
-                                 f"(execution count {e.exec_count}, `{first}`): {e.ename}: {evalue}") from None
+            raise NotebookFailed(
+                f"notebook {name} (notebooks/{name}.md) failed in cell {e.cell_index} "
+                f"(execution count {e.exec_count}, `{first}`): {e.ename}: {evalue}"
+            ) from None
         line = str(e).splitlines()[0] if str(e) else ""
-        raise NotebookFailed(f"notebook {name} (notebooks/{name}.md) could not be executed: "
-                             f"{type(e).__name__}: {line}") from None
+        raise NotebookFailed(
+            f"notebook {name} (notebooks/{name}.md) could not be executed: {type(e).__name__}: {line}"
+        ) from None
     else:
         os.replace(tmp, out)
         failed.unlink(missing_ok=True)
@@ -537,9 +696,17 @@ def run_notebook(name: str, profile: str, out_dir: Path, *, recompute: bool = Fa
     return out
 
 
-def run(profile: str = "auto", only: list[str] | None = None, out_dir: Path | None = None, recompute: bool = False,
-        device: str = "auto", extra: dict | None = None, *, dry_run: bool = False,
-        force_cpu: bool = False) -> list[Path]:
+def run(
+    profile: str = "auto",
+    only: list[str] | None = None,
+    out_dir: Path | None = None,
+    recompute: bool = False,
+    device: str = "auto",
+    extra: dict | None = None,
+    *,
+    dry_run: bool = False,
+    force_cpu: bool = False,
+) -> list[Path]:
     """Execute notebooks (see the module docstring). ``dry_run``: see :func:`run_dry`; ``force_cpu``: let
     ``profile="gpu"`` compute on a machine without CUDA."""
     if dry_run:
@@ -550,8 +717,12 @@ def run(profile: str = "auto", only: list[str] | None = None, out_dir: Path | No
         raise ParameterError("profile", "one of 'auto', " + ", ".join(repr(p) for p in PROFILE_NAMES), profile)
     if force_cpu:
         os.environ[ALLOW_CPU_ENV] = "1"  # inherited by the notebook kernels
-    elif profile == "gpu" and dry_run_limits() is None and os.environ.get(ALLOW_CPU_ENV) != "1" \
-            and resolve_device(device).type != "cuda":
+    elif (
+        profile == "gpu"
+        and dry_run_limits() is None
+        and os.environ.get(ALLOW_CPU_ENV) != "1"
+        and resolve_device(device).type != "cuda"
+    ):
         raise GpuUnavailable(gpu_on_cpu_message(only or [n for n in notebooks_in_order(root) if n not in LAST]))
     names = notebooks_in_order(root)
     if only is not None and not only:
@@ -568,12 +739,21 @@ def run(profile: str = "auto", only: list[str] | None = None, out_dir: Path | No
             prof = "smoke"
         check_parameters(name, prof, extra or {}, root)  # every notebook checked before the first one runs
         plan.append((name, prof))
-    return [run_notebook(name, prof, out_dir, recompute=recompute, device=device, extra=extra, root=root)
-            for name, prof in plan]
+    return [
+        run_notebook(name, prof, out_dir, recompute=recompute, device=device, extra=extra, root=root)
+        for name, prof in plan
+    ]
 
 
-def run_dry(profile: str = "gpu", only: list[str] | None = None, out_dir: Path | None = None, *,
-            device: str = "auto", extra: dict | None = None, keep: bool = False) -> list[Path]:
+def run_dry(
+    profile: str = "gpu",
+    only: list[str] | None = None,
+    out_dir: Path | None = None,
+    *,
+    device: str = "auto",
+    extra: dict | None = None,
+    keep: bool = False,
+) -> list[Path]:
     """Execute the notebooks with ``profile``'s settings under the dry-run caps (:func:`maelab._util.dry_run_limits`).
 
     Everything goes to a fresh temp folder (results, checkpoints and, unless ``out_dir`` is given, the executed
@@ -621,13 +801,27 @@ def plan_table(profile: str, *, calibration=None, memory: bool = True):
     for nb in [n for n in notebooks_in_order() if n not in LAST]:
         t = full[(full.notebook == nb) & (full.run != "total")] if len(full) else full
         if not len(t):
-            rows.append({"notebook": nb, "runs": 0, "TFLOP": 0.0, "H100 min": "negligible", "CPU min": "negligible",
-                         "peak memory (GiB)": "—"})
+            rows.append(
+                {
+                    "notebook": nb,
+                    "runs": 0,
+                    "TFLOP": 0.0,
+                    "H100 min": "negligible",
+                    "CPU min": "negligible",
+                    "peak memory (GiB)": "—",
+                }
+            )
             continue
-        rows.append({"notebook": nb, "runs": int(t.repeats.sum()), "TFLOP": round(float(t["total TFLOP"].sum()), 1),
-                     "H100 min": round(float(t["H100 (bf16) min"].sum()), 1),
-                     "CPU min": round(float(t[cpu_col].sum()), 1),
-                     "peak memory (GiB)": round(float(t["peak memory (GiB)"].max()), 2) if memory else "—"})
+        rows.append(
+            {
+                "notebook": nb,
+                "runs": int(t.repeats.sum()),
+                "TFLOP": round(float(t["total TFLOP"].sum()), 1),
+                "H100 min": round(float(t["H100 (bf16) min"].sum()), 1),
+                "CPU min": round(float(t[cpu_col].sum()), 1),
+                "peak memory (GiB)": round(float(t["peak memory (GiB)"].max()), 2) if memory else "—",
+            }
+        )
     return pd.DataFrame(rows), full
 
 
@@ -652,10 +846,14 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False) -> N
         from .profiles import settings as nb_settings
 
         reads = {nb: nb_settings(nb, profile).as_dict() for nb in per_nb.notebook}  # a stale table is detectable
-        store.save("notebooks", {"profile": profile, "h100": cost.H100_SOURCE, "calibration": cpu,
-                                 "notebook_settings": reads},
-                   {"table": per_nb, "calibration": pd.DataFrame([cpu])}, notebook=PLAN_NOTEBOOK, profile=profile,
-                   root=store.repo_root() / "data" / "results")
+        store.save(
+            "notebooks",
+            {"profile": profile, "h100": cost.H100_SOURCE, "calibration": cpu, "notebook_settings": reads},
+            {"table": per_nb, "calibration": pd.DataFrame([cpu])},
+            notebook=PLAN_NOTEBOOK,
+            profile=profile,
+            root=store.repo_root() / "data" / "results",
+        )
 
 
 def stage_plan_tables(results: Path, folder: Path) -> None:
@@ -696,15 +894,18 @@ def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
                 failed.append(f"{name} ({err})")
             _hide_injected_parameters(p, nbdir / p.name)
     if failed:
-        raise NotebookFailed("refusing to build a book with failed notebooks: " + "; ".join(failed)
-                             + " (fix them and run `python -m maelab.book run --only NAME`)")
+        raise NotebookFailed(
+            "refusing to build a book with failed notebooks: "
+            + "; ".join(failed)
+            + " (fix them and run `python -m maelab.book run --only NAME`)"
+        )
     if missing:
         raise NotebookFailed("not executed yet: " + ", ".join(missing) + " (run `python -m maelab.book run` first)")
     return stage_dir
 
 
 def _error_output(path: Path) -> str:
-    """"" when the executed notebook shows no error, else which cell shows one (cells tagged raises-exception
+    """ "" when the executed notebook shows no error, else which cell shows one (cells tagged raises-exception
     may show an error on purpose)."""
     import nbformat
 
@@ -744,8 +945,15 @@ def build(executed: Path | None = None, out: Path | None = None, strict: bool = 
     out = Path(out) if out else root
     src = stage(executed, out / "_build" / "src", root)
     jb = Path(sys.executable).parent / "jupyter-book"
-    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(src), "--path-output", str(out),
-           "--builder", "html"]
+    cmd = [
+        str(jb) if jb.exists() else "jupyter-book",
+        "build",
+        str(src),
+        "--path-output",
+        str(out),
+        "--builder",
+        "html",
+    ]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
     print("[book] " + " ".join(cmd), flush=True)
@@ -764,22 +972,37 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--profile", default="auto", help="auto (best committed, else cpu) | smoke | cpu | gpu")
     r.add_argument("--only", nargs="*", help="notebook names (leave out to run all; at least one if given)")
     r.add_argument("--recompute", action="store_true", help="ignore stored results")
-    r.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="a notebook parameter (repeatable; VALUE a Python literal), checked before running")
-    r.add_argument("--no-compute", action="store_true",
-                   help="fail (StoreMiss) instead of computing a result that is not stored (claims records excepted)")
+    r.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a notebook parameter (repeatable; VALUE a Python literal), checked before running",
+    )
+    r.add_argument(
+        "--no-compute",
+        action="store_true",
+        help="fail (StoreMiss) instead of computing a result that is not stored (claims records excepted)",
+    )
     r.add_argument("--device", default="auto")
     r.add_argument("--out", type=Path, help="folder for executed notebooks (default _build/executed)")
     r.add_argument("--results-dir", type=Path, help="results root (default data/results; smoke: .cache)")
-    r.add_argument("--dry-run", action="store_true",
-                   help="the profile's models, data and code paths on this machine, 2 optimiser steps per training "
-                        "run and a few images per evaluation; results in a temp folder, claims not scored")
+    r.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="the profile's models, data and code paths on this machine, 2 optimiser steps per training "
+        "run and a few images per evaluation; results in a temp folder, claims not scored",
+    )
     r.add_argument("--force-cpu", action="store_true", help="let --profile gpu compute on a machine without CUDA")
     q = sub.add_parser("plan", help="predicted cost per notebook (H100 and this CPU; maelab.cost)")
     q.add_argument("--profile", default="gpu", choices=PROFILE_NAMES)
     q.add_argument("--no-memory", action="store_true", help="skip the peak-memory column")
-    q.add_argument("--write", action="store_true",
-                   help="also store the machine-independent table in data/results/plan/ (what book/rerun.md shows)")
+    q.add_argument(
+        "--write",
+        action="store_true",
+        help="also store the machine-independent table in data/results/plan/ (what book/rerun.md shows)",
+    )
     b = sub.add_parser("build", help="build the HTML book from executed notebooks")
     b.add_argument("--executed", type=Path)
     b.add_argument("--out", type=Path, help="output root (html goes to OUT/_build/html)")
@@ -794,8 +1017,12 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ[store.NO_COMPUTE_ENV] = "1"  # inherited by the papermill kernels
             params = dict(parse_parameter(t) for t in a.param)
             if a.dry_run and (a.results_dir or a.no_compute or a.recompute):
-                raise ParameterError("--dry-run", "used without --results-dir, --no-compute and --recompute (a dry "
-                                     "run computes everything in a temp folder)", "--dry-run")
+                raise ParameterError(
+                    "--dry-run",
+                    "used without --results-dir, --no-compute and --recompute (a dry "
+                    "run computes everything in a temp folder)",
+                    "--dry-run",
+                )
             if a.dry_run:
                 run_dry(a.profile if a.profile != "auto" else "gpu", a.only, a.out, device=a.device, extra=params)
                 print("[book] dry run passed", flush=True)

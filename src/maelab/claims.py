@@ -14,6 +14,7 @@ gathers them on first use by discovering those modules (``pkgutil``), so the cor
 adding a paper adds no line here. A claim id defined twice, or a row whose ``paper`` is not its package, is an
 error (:class:`RegistryError`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -65,16 +66,19 @@ class Evidence:
 
     def to_dict(self) -> dict:
         """JSON-ready fields; an empty ``unmet`` is left out, so records stored before it existed stay unchanged."""
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()
-                if not (k == "unmet" and not v)}
+        return {
+            k: (list(v) if isinstance(v, tuple) else v)
+            for k, v in dataclasses.asdict(self).items()
+            if not (k == "unmet" and not v)
+        }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Evidence":
+    def from_dict(cls, d: dict) -> Evidence:
         kw = {k: (tuple(float(a) for a in v) if isinstance(v, list) else v) for k, v in d.items()}
         return cls(**kw)
 
     @classmethod
-    def from_samples(cls, samples, note: str = "", unmet: str = "") -> "Evidence":
+    def from_samples(cls, samples, note: str = "", unmet: str = "") -> Evidence:
         samples = tuple(float(s) for s in samples)
         if not samples:
             raise ParameterError("samples", "a non-empty sequence of numbers", samples)
@@ -246,8 +250,10 @@ def verdict(claim: Claim, evidence: Evidence) -> tuple[str, str]:
         return INCONCLUSIVE, f"precondition not met: {evidence.unmet}"
     v, why = claim.criterion.decide(evidence)
     if v not in VERDICTS:
-        raise ValueError(f"criterion {type(claim.criterion).__name__} of claim {claim.id!r} returned verdict {v!r}; "
-                         f"a criterion must return one of {VERDICTS}")
+        raise ValueError(
+            f"criterion {type(claim.criterion).__name__} of claim {claim.id!r} returned verdict {v!r}; "
+            f"a criterion must return one of {VERDICTS}"
+        )
     return v, why
 
 
@@ -293,8 +299,9 @@ def gather_claims() -> dict[str, Claim]:
             raise RegistryError(f"{name}.CLAIMS must be a list of maelab.claims.Claim rows")
         for c in claims:
             if c.paper != paper:
-                raise RegistryError(f"claim {c.id!r} in {name} has paper={c.paper!r}; rows of {name} need "
-                                    f"paper={paper!r}")
+                raise RegistryError(
+                    f"claim {c.id!r} in {name} has paper={c.paper!r}; rows of {name} need paper={paper!r}"
+                )
             if c.id in rows:
                 raise RegistryError(f"duplicate claim id {c.id!r}: defined in {origin[c.id]} and in {name}")
             rows[c.id], origin[c.id] = c, name

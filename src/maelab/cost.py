@@ -48,6 +48,7 @@ minutes = FLOPs / achieved throughput (with a per-op floor on the GPU):
 Only FLOP-bearing work is modelled: scikit-learn probes, k-NN, t-SNE, Jacobians and other analysis code are not
 (``scripts/check_cost_model.py`` says how close the model gets on the committed cpu results).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,9 @@ import pkgutil
 import platform
 import re
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -73,9 +75,25 @@ import torch.nn.functional as F
 from ._validate import ParameterError, in_range, one_of, positive_int
 
 __all__ = [
-    "H100", "H100_MFU", "H100_OP_OVERHEAD_S", "H100_PEAK_BF16_FLOPS", "H100_MEMORY_BYTES", "CpuCalibration",
-    "Device", "MemoryEstimate", "PlannedRun", "StepCost", "calibrate_cpu", "count_flops", "cpu_device",
-    "eval_flops", "finetune_step_flops", "format_plan_table", "PLAN_COLUMNS", "peak_memory_bytes", "predict",
+    "H100",
+    "H100_MFU",
+    "H100_OP_OVERHEAD_S",
+    "H100_PEAK_BF16_FLOPS",
+    "H100_MEMORY_BYTES",
+    "CpuCalibration",
+    "Device",
+    "MemoryEstimate",
+    "PlannedRun",
+    "StepCost",
+    "calibrate_cpu",
+    "count_flops",
+    "cpu_device",
+    "eval_flops",
+    "finetune_step_flops",
+    "format_plan_table",
+    "PLAN_COLUMNS",
+    "peak_memory_bytes",
+    "predict",
     "step_flops",
 ]
 
@@ -88,8 +106,10 @@ H100_MFU = 0.05
 H100_OP_OVERHEAD_S = 10e-6
 #: Memory of an H100 SXM (80 GB HBM3), bytes.
 H100_MEMORY_BYTES = 80 * 10**9
-H100_SOURCE = ("989 TFLOP/s dense bf16 (NVIDIA H100 SXM datasheet) x MFU 5 % (eager ViT-S/16 on one H100: 4.6-6.6 %, "
-               "nvidia-bionemo.github.io/nvSubquadratic/benchmarks.html), floor 10 us per eager op")
+H100_SOURCE = (
+    "989 TFLOP/s dense bf16 (NVIDIA H100 SXM datasheet) x MFU 5 % (eager ViT-S/16 on one H100: 4.6-6.6 %, "
+    "nvidia-bionemo.github.io/nvSubquadratic/benchmarks.html), floor 10 us per eager op"
+)
 
 _ADAMW_FLOPS_PER_PARAM = 12
 _CALIBRATION_FORMAT = 3
@@ -149,8 +169,9 @@ def _input(model: nn.Module, batch_size: int, device="meta") -> torch.Tensor:
     base = getattr(model, "backbone", model)  # EncoderClassifier -> its self-supervised model
     c, s = getattr(base, "in_chans", None), getattr(base, "img_size", None)
     if not isinstance(c, int) or not isinstance(s, int):
-        raise ParameterError("model", "a model with integer in_chans and img_size (maelab.models)",
-                             type(model).__name__)
+        raise ParameterError(
+            "model", "a model with integer in_chans and img_size (maelab.models)", type(model).__name__
+        )
     return torch.zeros(batch_size, c, s, s, device=device)
 
 
@@ -167,8 +188,12 @@ def _fwd_bwd(model: nn.Module, forward: Callable[[nn.Module], torch.Tensor]) -> 
     params = [p for p in meta.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-4, foreach=True)
     _, o_ops = count_flops(opt.step)
-    return StepCost(forward=f_flops, backward=b_flops, ops=f_ops + b_ops + o_ops,
-                    optimizer_flops=_ADAMW_FLOPS_PER_PARAM * _trainable(meta))
+    return StepCost(
+        forward=f_flops,
+        backward=b_flops,
+        ops=f_ops + b_ops + o_ops,
+        optimizer_flops=_ADAMW_FLOPS_PER_PARAM * _trainable(meta),
+    )
 
 
 def step_flops(model: nn.Module, batch_size: int, *, mask_ratio: float | None = None) -> StepCost:
@@ -235,8 +260,9 @@ class MemoryEstimate:
         return self.params + self.grads + self.optimizer + self.activations + self.data
 
 
-def _saved_bytes(model: nn.Module, batch_size: int, amp: str, step: Callable[[nn.Module, torch.Tensor], Any],
-                 fake: bool = True) -> int:
+def _saved_bytes(
+    model: nn.Module, batch_size: int, amp: str, step: Callable[[nn.Module, torch.Tensor], Any], fake: bool = True
+) -> int:
     """Bytes of the distinct non-parameter storages autograd saves during one forward of ``step`` on the CPU (under
     CPU bf16 autocast when ``amp="bf16"``). ``fake=True`` runs it on fake tensors (``FakeTensorMode``: shapes,
     dtypes and storage sharing without memory or arithmetic, so any batch size is instant); ``fake=False`` runs it
@@ -257,8 +283,10 @@ def _saved_bytes(model: nn.Module, batch_size: int, amp: str, step: Callable[[nn
         params = {k: nn.Parameter(conv(v), requires_grad=v.requires_grad) for k, v in model.named_parameters()}
         state = {**params, **{k: conv(v) for k, v in model.named_buffers()}}
         x = _input(model, batch_size, device="cpu")
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
-                torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp == "bf16"):
+        with (
+            torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t),
+            torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp == "bf16"),
+        ):
             step(lambda *a, **kw: functional_call(model, state, a, kw), x)
     skip = {p.untyped_storage()._cdata for p in params.values()}
     return sum(v for k, v in seen.items() if k not in skip)
@@ -290,12 +318,21 @@ def _pretrain_loss(mask_ratio):
 def _finetune_loss(num_classes):
     def loss(call, x):
         return F.cross_entropy(call(x), torch.zeros(x.shape[0], dtype=torch.long, device=x.device))
+
     return loss
 
 
-def peak_memory_bytes(model: nn.Module, batch_size: int, *, mask_ratio: float | None = None, amp: str = "bf16",
-                      kind: str = "pretrain", num_classes: int = 10, data_images: int = 0,
-                      measure_cuda: bool = True) -> MemoryEstimate:
+def peak_memory_bytes(
+    model: nn.Module,
+    batch_size: int,
+    *,
+    mask_ratio: float | None = None,
+    amp: str = "bf16",
+    kind: str = "pretrain",
+    num_classes: int = 10,
+    data_images: int = 0,
+    measure_cuda: bool = True,
+) -> MemoryEstimate:
     """Peak memory of one training step of ``model`` (``kind`` "pretrain" or "finetune") at ``batch_size``.
 
     ``amp``: "bf16" (the CUDA default) or "off" (float32). ``data_images``: images kept on the device (float32).
@@ -312,7 +349,7 @@ def peak_memory_bytes(model: nn.Module, batch_size: int, *, mask_ratio: float | 
     one_of("kind", kind, ("pretrain", "finetune"))
     net = models.create_encoder_classifier(model, num_classes) if kind == "finetune" else model
     step = _finetune_loss(num_classes) if kind == "finetune" else _pretrain_loss(mask_ratio)
-    img = model.in_chans * model.img_size ** 2 * 4
+    img = model.in_chans * model.img_size**2 * 4
     n_all = sum(p.numel() for p in net.parameters())
     n_tr = _trainable(net)
     params = n_all * 4
@@ -320,8 +357,14 @@ def peak_memory_bytes(model: nn.Module, batch_size: int, *, mask_ratio: float | 
         act = _cuda_peak(net, batch_size, amp, step)
         return MemoryEstimate(params, 0, 0, act, data_images * img, "cuda max_memory_allocated")
     act = _saved_bytes(copy.deepcopy(net).cpu().train(), batch_size, amp, step)
-    return MemoryEstimate(params, n_tr * 4, 2 * n_tr * 4, act, data_images * img,
-                          f"saved tensors on fake CPU tensors ({'bf16 autocast' if amp == 'bf16' else 'float32'})")
+    return MemoryEstimate(
+        params,
+        n_tr * 4,
+        2 * n_tr * 4,
+        act,
+        data_images * img,
+        f"saved tensors on fake CPU tensors ({'bf16 autocast' if amp == 'bf16' else 'float32'})",
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -365,8 +408,13 @@ class Device:
 
 
 #: One H100 SXM, bf16 autocast, eager PyTorch (989 TFLOP/s x 5 % MFU, 10 us per op).
-H100 = Device(name="H100 (bf16)", flops_per_s=H100_PEAK_BF16_FLOPS * H100_MFU, op_overhead_s=H100_OP_OVERHEAD_S,
-              source=H100_SOURCE, memory_bytes=H100_MEMORY_BYTES)
+H100 = Device(
+    name="H100 (bf16)",
+    flops_per_s=H100_PEAK_BF16_FLOPS * H100_MFU,
+    op_overhead_s=H100_OP_OVERHEAD_S,
+    source=H100_SOURCE,
+    memory_bytes=H100_MEMORY_BYTES,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -395,23 +443,44 @@ class CpuCalibration:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "CpuCalibration":
-        return cls(key=d["key"], points=tuple(d["points"]), matmul_flops_per_s=float(d["matmul_flops_per_s"]),
-                   matmul_median_flops_per_s=float(d["matmul_median_flops_per_s"]),
-                   threads=int(d["threads"]), loadavg=tuple(d["loadavg"]), date_utc=d["date_utc"])
+    def from_dict(cls, d: dict) -> CpuCalibration:
+        return cls(
+            key=d["key"],
+            points=tuple(d["points"]),
+            matmul_flops_per_s=float(d["matmul_flops_per_s"]),
+            matmul_median_flops_per_s=float(d["matmul_median_flops_per_s"]),
+            threads=int(d["threads"]),
+            loadavg=tuple(d["loadavg"]),
+            date_utc=d["date_utc"],
+        )
 
     def frame(self):
         """The calibration as a DataFrame: one row per workload plus the GEMM, GFLOP/s and % of the GEMM."""
         import pandas as pd
 
-        rows = [{"workload": p["name"], "kind": p["kind"], "batch": p["batch_size"],
-                 "GFLOP/step": p["flops"] / 1e9, "ms/step (min)": 1e3 * p["seconds"],
-                 "ms/step (median)": 1e3 * p["median_seconds"], "GFLOP/s (min time)": p["flops_per_s"] / 1e9,
-                 "GFLOP/s (median time)": p["median_flops_per_s"] / 1e9,
-                 "% of GEMM": 100 * p["flops_per_s"] / self.matmul_flops_per_s} for p in self.points]
-        rows.append({"workload": "float32 GEMM 1024^3", "kind": "matmul",
-                     "GFLOP/s (min time)": self.matmul_flops_per_s / 1e9,
-                     "GFLOP/s (median time)": self.matmul_median_flops_per_s / 1e9, "% of GEMM": 100.0})
+        rows = [
+            {
+                "workload": p["name"],
+                "kind": p["kind"],
+                "batch": p["batch_size"],
+                "GFLOP/step": p["flops"] / 1e9,
+                "ms/step (min)": 1e3 * p["seconds"],
+                "ms/step (median)": 1e3 * p["median_seconds"],
+                "GFLOP/s (min time)": p["flops_per_s"] / 1e9,
+                "GFLOP/s (median time)": p["median_flops_per_s"] / 1e9,
+                "% of GEMM": 100 * p["flops_per_s"] / self.matmul_flops_per_s,
+            }
+            for p in self.points
+        ]
+        rows.append(
+            {
+                "workload": "float32 GEMM 1024^3",
+                "kind": "matmul",
+                "GFLOP/s (min time)": self.matmul_flops_per_s / 1e9,
+                "GFLOP/s (median time)": self.matmul_median_flops_per_s / 1e9,
+                "% of GEMM": 100.0,
+            }
+        )
         return pd.DataFrame(rows)
 
 
@@ -462,7 +531,7 @@ def _matmul(n: int = 1024, reps: int = 20) -> tuple[float, float]:
     g = torch.Generator().manual_seed(0)
     a, b = torch.rand(n, n, generator=g), torch.rand(n, n, generator=g)
     best, med, _ = _time_steps(lambda: a @ b, 2, reps)
-    return 2 * n ** 3 / best, 2 * n ** 3 / med
+    return 2 * n**3 / best, 2 * n**3 / med
 
 
 def _calibration_workload(size: str, kind: str, batch: int) -> tuple[int, Callable[[], None]]:
@@ -480,6 +549,7 @@ def _calibration_workload(size: str, kind: str, batch: int) -> tuple[int, Callab
             opt.zero_grad(set_to_none=True)
             m(x, generator=g)["loss"].backward()
             opt.step()
+
         return step_flops(m, batch).flops, step
 
     m.eval()
@@ -487,14 +557,18 @@ def _calibration_workload(size: str, kind: str, batch: int) -> tuple[int, Callab
     def fwd():
         with torch.no_grad():
             m.forward_features(x)
+
     return eval_flops(m, batch, batch_size=batch)[0], fwd
 
 
 def _calibration_points(rounds: int, reps: int) -> tuple:
     """Interleaved timing of the workloads: ``rounds`` rounds, each timing every workload ``reps`` times, so that a
     burst of load elsewhere does not fall on one workload's whole measurement."""
-    work = {(size, kind, batch): _calibration_workload(size, kind, batch)
-            for size in ("micro", "small") for kind, batch in (("train", 128), ("eval", 256))}
+    work = {
+        (size, kind, batch): _calibration_workload(size, kind, batch)
+        for size in ("micro", "small")
+        for kind, batch in (("train", 128), ("eval", 256))
+    }
     times: dict[tuple, list[tuple[float, float, float]]] = {k: [] for k in work}
     for r in range(rounds):
         for k, (_, step) in work.items():
@@ -505,9 +579,19 @@ def _calibration_points(rounds: int, reps: int) -> tuple:
         best = min(x[0] for x in t)
         med = sorted(x[1] for x in t)[len(t) // 2]
         cpu = sorted(x[2] for x in t)[len(t) // 2]
-        points.append({"name": f"{size} MAE {kind}", "kind": kind, "batch_size": batch, "flops": flops,
-                       "seconds": best, "median_seconds": med, "cpu_seconds": cpu, "flops_per_s": flops / best,
-                       "median_flops_per_s": flops / med})
+        points.append(
+            {
+                "name": f"{size} MAE {kind}",
+                "kind": kind,
+                "batch_size": batch,
+                "flops": flops,
+                "seconds": best,
+                "median_seconds": med,
+                "cpu_seconds": cpu,
+                "flops_per_s": flops / best,
+                "median_flops_per_s": flops / med,
+            }
+        )
     return tuple(points)
 
 
@@ -529,10 +613,15 @@ def calibrate_cpu(*, force: bool = False, rounds: int = 6, reps: int = 3) -> Cpu
     load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     import datetime as dt
 
-    cal = CpuCalibration(key=cpu_key(), points=points, matmul_flops_per_s=gemm, matmul_median_flops_per_s=gemm_median,
-                         threads=torch.get_num_threads(),
-                         loadavg=(load0, load1),
-                         date_utc=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+    cal = CpuCalibration(
+        key=cpu_key(),
+        points=points,
+        matmul_flops_per_s=gemm,
+        matmul_median_flops_per_s=gemm_median,
+        threads=torch.get_num_threads(),
+        loadavg=(load0, load1),
+        date_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    )
     from ._util import atomic_path
 
     with atomic_path(path) as tmp:
@@ -543,11 +632,14 @@ def calibrate_cpu(*, force: bool = False, rounds: int = 6, reps: int = 3) -> Cpu
 def cpu_device(calibration: CpuCalibration | None = None) -> Device:
     """The CPU :class:`Device` of a calibration (default: :func:`calibrate_cpu`, cached)."""
     cal = calibrate_cpu() if calibration is None else calibration
-    curve = tuple((kind, tuple((p["flops"], p["flops_per_s"]) for p in cal.points if p["kind"] == kind))
-                  for kind in ("train", "eval"))
+    curve = tuple(
+        (kind, tuple((p["flops"], p["flops_per_s"]) for p in cal.points if p["kind"] == kind))
+        for kind in ("train", "eval")
+    )
     best = max(p["flops_per_s"] for p in cal.points)
-    return Device(name="CPU (measured)", flops_per_s=best, curve=curve,
-                  source=f"calibrate_cpu() on {cal.key}, {cal.date_utc}")
+    return Device(
+        name="CPU (measured)", flops_per_s=best, curve=curve, source=f"calibrate_cpu() on {cal.key}, {cal.date_utc}"
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -595,12 +687,21 @@ class PlannedRun:
         """The model of this run (on the CPU, seed 0)."""
         from . import models
 
-        return models.create(self.model, self.size, img_size=self.img_size, in_chans=self.channels, seed=0,
-                             **dict(self.overrides))
+        return models.create(
+            self.model, self.size, img_size=self.img_size, in_chans=self.channels, seed=0, **dict(self.overrides)
+        )
 
     @classmethod
-    def from_spec(cls, spec, *, label: str | None = None, repeats: int = 1, extra_eval_images: int = 0,
-                  finetune_epochs: int | None = None, online_eval: bool = True) -> "PlannedRun":
+    def from_spec(
+        cls,
+        spec,
+        *,
+        label: str | None = None,
+        repeats: int = 1,
+        extra_eval_images: int = 0,
+        finetune_epochs: int | None = None,
+        online_eval: bool = True,
+    ) -> PlannedRun:
         """The run :func:`maelab.experiments.pretrain_and_evaluate` makes of a ``PretrainSpec``: ``epochs *
         (n_train // batch)`` steps; evaluation = online probe on ``n_test`` every ``max(1, epochs // 10)`` epochs
         (and the last) when ``online_eval``, features of train + test, ``n_test`` per rank epoch, the test
@@ -611,17 +712,30 @@ class PlannedRun:
         batch = min(spec.batch_size, n_tr)
         every = max(1, spec.epochs // 10)
         n_evals = sum(1 for e in range(1, spec.epochs + 1) if e % every == 0 or e == spec.epochs) if online_eval else 0
-        n_ranks = len({e for e in range(spec.epochs + 1) if e % spec.rank_every == 0 or e == spec.epochs}) \
-            if spec.rank_every else 0
+        n_ranks = (
+            len({e for e in range(spec.epochs + 1) if e % spec.rank_every == 0 or e == spec.epochs})
+            if spec.rank_every
+            else 0
+        )
         ft_epochs = spec.finetune_epochs if finetune_epochs is None else finetune_epochs
         ft_batch = min(128, n_tr)
         evals = n_evals * n_te + n_tr + n_te + n_ranks * n_te + n_te + ft_epochs * n_te + extra_eval_images
-        return cls(label=label or spec.key, model=spec.model, size=spec.size,
-                   overrides=tuple(sorted((k, v) for k, v in spec.model_overrides)),
-                   img_size=spec.img_size, channels=spec.channels, batch_size=batch,
-                   steps=spec.epochs * (n_tr // batch), mask_ratio=spec.mask_ratio, eval_images=evals,
-                   finetune_steps=ft_epochs * (n_tr // ft_batch), finetune_batch=ft_batch,
-                   data_images=n_tr + n_te, repeats=repeats)
+        return cls(
+            label=label or spec.key,
+            model=spec.model,
+            size=spec.size,
+            overrides=tuple(sorted((k, v) for k, v in spec.model_overrides)),
+            img_size=spec.img_size,
+            channels=spec.channels,
+            batch_size=batch,
+            steps=spec.epochs * (n_tr // batch),
+            mask_ratio=spec.mask_ratio,
+            eval_images=evals,
+            finetune_steps=ft_epochs * (n_tr // ft_batch),
+            finetune_batch=ft_batch,
+            data_images=n_tr + n_te,
+            repeats=repeats,
+        )
 
 
 def _freeze(v):
@@ -633,21 +747,45 @@ def _costs(run: PlannedRun) -> dict:
     """FLOPs/ops per pre-training step, fine-tuning step and eval batch of ``run`` (cached per run)."""
     model = run.build()
     pre = step_flops(model, run.batch_size, mask_ratio=run.mask_ratio) if run.steps else StepCost(0, 0, 0)
-    ft = finetune_step_flops(model, run.finetune_batch, num_classes=run.num_classes) \
-        if run.finetune_steps else StepCost(0, 0, 0)
+    ft = (
+        finetune_step_flops(model, run.finetune_batch, num_classes=run.num_classes)
+        if run.finetune_steps
+        else StepCost(0, 0, 0)
+    )
     ev_batch = 256
     ev = eval_flops(model, ev_batch, batch_size=ev_batch) if run.eval_images else (0, 0)
-    return {"pre": pre, "ft": ft, "eval_batch": ev_batch, "eval": ev,
-            "params": sum(p.numel() for p in model.parameters())}
+    return {
+        "pre": pre,
+        "ft": ft,
+        "eval_batch": ev_batch,
+        "eval": ev,
+        "params": sum(p.numel() for p in model.parameters()),
+    }
 
 
 @functools.lru_cache(maxsize=256)
 def _memory(run: PlannedRun, amp: str) -> int:
     model = run.build()
-    pre = peak_memory_bytes(model, run.batch_size, mask_ratio=run.mask_ratio, amp=amp, data_images=run.data_images,
-                            measure_cuda=False).total if run.steps else 0
-    ft = peak_memory_bytes(model, run.finetune_batch, amp=amp, kind="finetune", num_classes=run.num_classes,
-                           data_images=run.data_images, measure_cuda=False).total if run.finetune_steps else 0
+    pre = (
+        peak_memory_bytes(
+            model, run.batch_size, mask_ratio=run.mask_ratio, amp=amp, data_images=run.data_images, measure_cuda=False
+        ).total
+        if run.steps
+        else 0
+    )
+    ft = (
+        peak_memory_bytes(
+            model,
+            run.finetune_batch,
+            amp=amp,
+            kind="finetune",
+            num_classes=run.num_classes,
+            data_images=run.data_images,
+            measure_cuda=False,
+        ).total
+        if run.finetune_steps
+        else 0
+    )
     return max(pre, ft)
 
 
@@ -659,7 +797,9 @@ def predict(run: PlannedRun, device: Device) -> dict:
     ev_f, ev_o = c["eval"]
     n_eval_batches = run.eval_images / c["eval_batch"]
     out = {
-        "params": c["params"], "step_flops": pre.flops, "step_ops": pre.ops,
+        "params": c["params"],
+        "step_flops": pre.flops,
+        "step_ops": pre.ops,
         "train_flops": run.repeats * run.steps * pre.flops,
         "train_s": run.repeats * run.steps * device.seconds(pre.flops, pre.ops, "train"),
         "finetune_flops": run.repeats * run.finetune_steps * ft.flops,
@@ -673,12 +813,24 @@ def predict(run: PlannedRun, device: Device) -> dict:
 
 
 #: The columns of :func:`format_plan_table` before the per-device minutes.
-PLAN_COLUMNS = ("run", "model", "image", "batch", "steps", "repeats", "finetune steps", "eval images",
-                "GFLOP/step", "total TFLOP", "peak memory (GiB)")
+PLAN_COLUMNS = (
+    "run",
+    "model",
+    "image",
+    "batch",
+    "steps",
+    "repeats",
+    "finetune steps",
+    "eval images",
+    "GFLOP/step",
+    "total TFLOP",
+    "peak memory (GiB)",
+)
 
 
-def format_plan_table(runs: Sequence[PlannedRun], devices: Sequence[Device] = (H100,), *, memory: bool = True,
-                      amp: str = "bf16"):
+def format_plan_table(
+    runs: Sequence[PlannedRun], devices: Sequence[Device] = (H100,), *, memory: bool = True, amp: str = "bf16"
+):
     """A pandas DataFrame, one row per planned run: :data:`PLAN_COLUMNS` then ``"<device> min"`` per device
     (predicted minutes of the run with all its repeats). ``memory=False`` skips the (CPU-measured) peak-memory
     column (NaN), which needs two small real forward passes per run."""
@@ -691,11 +843,19 @@ def format_plan_table(runs: Sequence[PlannedRun], devices: Sequence[Device] = (H
             raise ParameterError("runs", "a sequence of maelab.cost.PlannedRun", type(r).__name__)
         base = predict(r, devices[0]) if devices else predict(r, H100)
         over = ", ".join(f"{k}={v}" for k, v in r.overrides)
-        row = {"run": r.label, "model": f"{r.model}/{r.size}" + (f" ({over})" if over else ""),
-               "image": f"{r.channels}x{r.img_size}x{r.img_size}", "batch": r.batch_size, "steps": r.steps,
-               "repeats": r.repeats, "finetune steps": r.finetune_steps, "eval images": r.eval_images,
-               "GFLOP/step": base["step_flops"] / 1e9, "total TFLOP": base["flops"] / 1e12,
-               "peak memory (GiB)": _memory(r, amp) / 2**30 if memory else float("nan")}
+        row = {
+            "run": r.label,
+            "model": f"{r.model}/{r.size}" + (f" ({over})" if over else ""),
+            "image": f"{r.channels}x{r.img_size}x{r.img_size}",
+            "batch": r.batch_size,
+            "steps": r.steps,
+            "repeats": r.repeats,
+            "finetune steps": r.finetune_steps,
+            "eval images": r.eval_images,
+            "GFLOP/step": base["step_flops"] / 1e9,
+            "total TFLOP": base["flops"] / 1e12,
+            "peak memory (GiB)": _memory(r, amp) / 2**30 if memory else float("nan"),
+        }
         for d in devices:
             row[f"{d.name} min"] = predict(r, d)["seconds"] / 60
         rows.append(row)
@@ -726,8 +886,7 @@ def notebook_plans(profile: str) -> dict[str, list[PlannedRun]]:
     return out
 
 
-def plan(profile: str, *, runs_file: str | None = None, calibration: CpuCalibration | None = None,
-         memory: bool = True):
+def plan(profile: str, *, runs_file: str | None = None, calibration: CpuCalibration | None = None, memory: bool = True):
     """The plan table (:func:`format_plan_table`, H100 and measured-CPU minutes) for every notebook's planned runs
     in ``profile`` (or for the runs listed in the JSON file ``runs_file``: a list of :class:`PlannedRun` fields),
     with a ``notebook`` column and one "total" row per notebook."""
@@ -771,8 +930,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         print(f"H100 assumption: {H100_SOURCE}")
         table = plan(args.profile, runs_file=args.runs, memory=not args.no_memory)
-        print(table.to_string(index=False) if len(table) else
-              f"no planned runs for profile {args.profile!r} (no maelab.papers.*.plan module defines plans())")
+        print(
+            table.to_string(index=False)
+            if len(table)
+            else f"no planned runs for profile {args.profile!r} (no maelab.papers.*.plan module defines plans())"
+        )
     return 0
 
 

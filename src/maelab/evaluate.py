@@ -39,6 +39,7 @@ Choices made here (and why):
 
 Accuracies are fractions in [0, 1].
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -53,8 +54,16 @@ from torch import nn
 from ._util import blas_limit, dry_run_limits, pbar, resolve_device
 from ._validate import ParameterError, in_range, one_of, positive_int
 
-__all__ = ["extract_features", "linear_probe", "ProbeResult", "knn_predict", "knn_accuracy", "probe",
-           "LOGREG_MAX_TRAIN", "DEFAULT_CS"]
+__all__ = [
+    "extract_features",
+    "linear_probe",
+    "ProbeResult",
+    "knn_predict",
+    "knn_accuracy",
+    "probe",
+    "LOGREG_MAX_TRAIN",
+    "DEFAULT_CS",
+]
 
 #: ``method="auto"`` uses logistic regression up to this many training examples.
 LOGREG_MAX_TRAIN = 20000
@@ -84,8 +93,9 @@ def _model_device(model) -> torch.device:
 
 
 @torch.no_grad()
-def extract_features(model, images, pool: str = "cls", batch_size: int = 256, device: str | None = None,
-                     progress: bool | None = None) -> torch.Tensor:
+def extract_features(
+    model, images, pool: str = "cls", batch_size: int = 256, device: str | None = None, progress: bool | None = None
+) -> torch.Tensor:
     """Frozen features of ``images`` (N, C, H, W) in [0, 1] (or a Dataset with ``.images``).
 
     Args:
@@ -102,8 +112,9 @@ def extract_features(model, images, pool: str = "cls", batch_size: int = 256, de
     positive_int("batch_size", batch_size)
     images = _images_of("images", images)
     if not callable(model):
-        raise ParameterError("model", "a module with forward_features or a callable imgs -> (N, D)",
-                             type(model).__name__)
+        raise ParameterError(
+            "model", "a module with forward_features or a callable imgs -> (N, D)", type(model).__name__
+        )
     dev = _model_device(model) if device is None else resolve_device(device)
     was_training = None
     if isinstance(model, nn.Module):
@@ -116,7 +127,7 @@ def extract_features(model, images, pool: str = "cls", batch_size: int = 256, de
     try:
         starts = range(0, n_real, batch_size)
         for s in pbar(starts, progress=progress, desc="features", leave=False):
-            f = fn(images[s:min(s + batch_size, n_real)].to(dev, torch.float32))
+            f = fn(images[s : min(s + batch_size, n_real)].to(dev, torch.float32))
             if not isinstance(f, torch.Tensor) or f.ndim != 2 or f.shape[0] != min(batch_size, n_real - s):
                 raise ParameterError("model", "returning features of shape (batch, D)", _shape(f))
             out.append(f.detach().float().cpu())
@@ -125,7 +136,7 @@ def extract_features(model, images, pool: str = "cls", batch_size: int = 256, de
             model.train(was_training)
     feats = torch.cat(out)
     if n_real < images.shape[0]:  # dry run: the computed rows repeated to the real shape (no number is kept)
-        feats = feats.repeat((images.shape[0] + n_real - 1) // n_real, 1)[:images.shape[0]]
+        feats = feats.repeat((images.shape[0] + n_real - 1) // n_real, 1)[: images.shape[0]]
     return feats
 
 
@@ -138,8 +149,13 @@ def _features_labels(fname: str, lname: str, feats, labels) -> tuple[torch.Tenso
         raise ParameterError(fname, "a 2-D tensor (n, d)", _shape(feats))
     if not torch.isfinite(feats).all():
         raise ParameterError(fname, "finite (no NaN/inf)", "non-finite values")
-    if not isinstance(labels, torch.Tensor) or labels.ndim != 1 or labels.shape[0] != feats.shape[0] \
-            or labels.is_floating_point() or labels.dtype == torch.bool:
+    if (
+        not isinstance(labels, torch.Tensor)
+        or labels.ndim != 1
+        or labels.shape[0] != feats.shape[0]
+        or labels.is_floating_point()
+        or labels.dtype == torch.bool
+    ):
         raise ParameterError(lname, f"an integer tensor of shape ({feats.shape[0]},)", _shape(labels))
     if labels.min() < 0:
         raise ParameterError(lname, "non-negative class indices", int(labels.min()))
@@ -197,16 +213,16 @@ def _logreg_probe(xtr, ytr, C, Cs, val_fraction, seed, max_iter, fit=None) -> tu
         strat = y if counts[counts > 0].min() >= 2 else None
         n_val = max(1, int(round(val_fraction * len(y))))
         if len(y) - n_val < 2:
-            raise ParameterError("train_features", "at least 3 examples to choose C on a validation split",
-                                 len(y))
+            raise ParameterError("train_features", "at least 3 examples to choose C on a validation split", len(y))
         if strat is not None:
             n_val = max(n_val, int((counts > 0).sum()))  # stratification needs one per class
             if len(y) - n_val < int((counts > 0).sum()):
                 strat = None
         xa, xb, ya, yb = train_test_split(x, y, test_size=n_val, random_state=seed, stratify=strat)
         if len(np.unique(ya)) < 2:
-            raise ParameterError("train_labels", "at least 2 classes in the C-selection training split",
-                                 int(len(np.unique(ya))))
+            raise ParameterError(
+                "train_labels", "at least 2 classes in the C-selection training split", int(len(np.unique(ya)))
+            )
         for c in Cs:
             val_acc[float(c)] = float((fit(xa, ya, float(c), max_iter).predict(xb) == yb).mean())
         best = max(val_acc.values())
@@ -222,8 +238,9 @@ def _lr_at(it: float, total: float, warmup: float, lr: float) -> float:
     return lr * 0.5 * (1.0 + math.cos(math.pi * (it - warmup) / max(total - warmup, 1e-12)))
 
 
-def _sgd_probe(xtr, ytr, num_classes, *, epochs, batch_size, lr, weight_decay, warmup_epochs, seed, device,
-               progress) -> tuple[nn.Module, list[dict]]:
+def _sgd_probe(
+    xtr, ytr, num_classes, *, epochs, batch_size, lr, weight_decay, warmup_epochs, seed, device, progress
+) -> tuple[nn.Module, list[dict]]:
     dev = resolve_device(device)
     g = torch.Generator().manual_seed(seed)
     d = xtr.shape[1]
@@ -245,7 +262,7 @@ def _sgd_probe(xtr, ytr, num_classes, *, epochs, batch_size, lr, weight_decay, w
             cur_lr = _lr_at(epoch + s / steps, epochs, warmup_epochs, lr)
             for group in opt.param_groups:
                 group["lr"] = cur_lr
-            idx = perm[s * bs:(s + 1) * bs]
+            idx = perm[s * bs : (s + 1) * bs]
             logits = head(x[idx])
             loss = nn.functional.cross_entropy(logits, y[idx])
             opt.zero_grad(set_to_none=True)
@@ -254,17 +271,33 @@ def _sgd_probe(xtr, ytr, num_classes, *, epochs, batch_size, lr, weight_decay, w
             tot_loss += float(loss.detach()) * len(idx)
             correct += int((logits.argmax(1) == y[idx]).sum())
             seen += len(idx)
-        history.append({"epoch": epoch, "loss": tot_loss / seen, "train_acc_running": correct / seen,
-                        "lr": cur_lr})
+        history.append({"epoch": epoch, "loss": tot_loss / seen, "train_acc_running": correct / seen, "lr": cur_lr})
     head.eval()
     return head.cpu(), history
 
 
-def linear_probe(train_features, train_labels, test_features=None, test_labels=None, *, method: str = "auto",
-                 C: float | None = None, Cs=DEFAULT_CS, val_fraction: float = 0.2, max_iter: int = 1000,
-                 epochs: int = 30, batch_size: int = 256, lr: float = 0.1, weight_decay: float = 0.0,
-                 warmup_epochs: float | None = None, num_classes: int | None = None, seed: int = 0,
-                 device: str = "cpu", progress: bool | None = None, blas_threads: int | None = None) -> ProbeResult:
+def linear_probe(
+    train_features,
+    train_labels,
+    test_features=None,
+    test_labels=None,
+    *,
+    method: str = "auto",
+    C: float | None = None,
+    Cs=DEFAULT_CS,
+    val_fraction: float = 0.2,
+    max_iter: int = 1000,
+    epochs: int = 30,
+    batch_size: int = 256,
+    lr: float = 0.1,
+    weight_decay: float = 0.0,
+    warmup_epochs: float | None = None,
+    num_classes: int | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+    progress: bool | None = None,
+    blas_threads: int | None = None,
+) -> ProbeResult:
     """Linear classifier on frozen features; see the module docstring for the two methods.
 
     Args:
@@ -296,9 +329,9 @@ def linear_probe(train_features, train_labels, test_features=None, test_labels=N
             raise ParameterError("test_features", f"width {xtr.shape[1]} like train_features", tuple(xte.shape))
     dry = dry_run_limits()
     if dry is not None:  # dry run: the first examples only (the probe's code path, not its accuracy)
-        xtr, ytr = xtr[:dry.probe_examples], ytr[:dry.probe_examples]
+        xtr, ytr = xtr[: dry.probe_examples], ytr[: dry.probe_examples]
         if has_test:
-            xte, yte = xte[:dry.probe_examples], yte[:dry.probe_examples]
+            xte, yte = xte[: dry.probe_examples], yte[: dry.probe_examples]
     if len(torch.unique(ytr)) < 2:
         raise ParameterError("train_labels", "at least 2 distinct classes", int(len(torch.unique(ytr))))
     max_label = int(ytr.max()) if not has_test else max(int(ytr.max()), int(yte.max()))
@@ -310,10 +343,25 @@ def linear_probe(train_features, train_labels, test_features=None, test_labels=N
     result = ProbeResult(method=method, train_acc=float("nan"), test_acc=None, num_classes=num_classes)
     limit = blas_limit(blas_threads) if method == "logreg" else contextlib.nullcontext()
     with limit:
-        _fit_probe(result, xtr, ytr, xte if has_test else None, yte if has_test else None, C=C, Cs=Cs,
-                   val_fraction=val_fraction, max_iter=max_iter, epochs=epochs, batch_size=batch_size, lr=lr,
-                   weight_decay=weight_decay, warmup_epochs=warmup_epochs, seed=seed, device=device,
-                   progress=progress)
+        _fit_probe(
+            result,
+            xtr,
+            ytr,
+            xte if has_test else None,
+            yte if has_test else None,
+            C=C,
+            Cs=Cs,
+            val_fraction=val_fraction,
+            max_iter=max_iter,
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=lr,
+            weight_decay=weight_decay,
+            warmup_epochs=warmup_epochs,
+            seed=seed,
+            device=device,
+            progress=progress,
+        )
     return result
 
 
@@ -324,8 +372,26 @@ def _logreg_torch_fit():
     return LogRegPath()
 
 
-def _fit_probe(result: ProbeResult, xtr, ytr, xte, yte, *, C, Cs, val_fraction, max_iter, epochs, batch_size, lr,
-               weight_decay, warmup_epochs, seed, device, progress) -> None:
+def _fit_probe(
+    result: ProbeResult,
+    xtr,
+    ytr,
+    xte,
+    yte,
+    *,
+    C,
+    Cs,
+    val_fraction,
+    max_iter,
+    epochs,
+    batch_size,
+    lr,
+    weight_decay,
+    warmup_epochs,
+    seed,
+    device,
+    progress,
+) -> None:
     """Fit ``result.method``'s classifier and fill ``result`` (classifier, C, val_acc or history, accuracies)."""
     method, num_classes = result.method, result.num_classes
     if method in ("logreg", "logreg_torch"):
@@ -352,9 +418,19 @@ def _fit_probe(result: ProbeResult, xtr, ytr, xte, yte, *, C, Cs, val_fraction, 
         in_range("warmup_epochs", warmup_epochs, 0.0, epochs, high_open=True)
         if xtr.shape[0] < 2:
             raise ParameterError("train_features", "at least 2 examples for the BatchNorm head", xtr.shape[0])
-        head, result.history = _sgd_probe(xtr, ytr, num_classes, epochs=epochs, batch_size=batch_size, lr=lr,
-                                          weight_decay=weight_decay, warmup_epochs=float(warmup_epochs),
-                                          seed=seed, device=device, progress=progress)
+        head, result.history = _sgd_probe(
+            xtr,
+            ytr,
+            num_classes,
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=lr,
+            weight_decay=weight_decay,
+            warmup_epochs=float(warmup_epochs),
+            seed=seed,
+            device=device,
+            progress=progress,
+        )
         result.classifier = head
     result.train_acc = float((result.predict(xtr) == ytr).float().mean())
     if xte is not None:
@@ -365,8 +441,17 @@ def _fit_probe(result: ProbeResult, xtr, ytr, xte, yte, *, C, Cs, val_fraction, 
 # k-NN
 # ----------------------------------------------------------------------------------------------------------------
 @torch.no_grad()
-def knn_predict(train_features, train_labels, test_features, *, k: int = 20, weighting: str = "dino",
-                temperature: float = 0.07, num_classes: int | None = None, batch_size: int = 256) -> torch.Tensor:
+def knn_predict(
+    train_features,
+    train_labels,
+    test_features,
+    *,
+    k: int = 20,
+    weighting: str = "dino",
+    temperature: float = 0.07,
+    num_classes: int | None = None,
+    batch_size: int = 256,
+) -> torch.Tensor:
     """k-NN class predictions (int64, (n_test,)) with cosine similarity; see the module docstring.
 
     ``weighting``: ``"dino"`` (weights ``exp(cos / temperature)`` summed per class) or ``"majority"`` (plain
@@ -376,8 +461,7 @@ def knn_predict(train_features, train_labels, test_features, *, k: int = 20, wei
     xtr, ytr = _features_labels("train_features", "train_labels", train_features, train_labels)
     if isinstance(test_features, np.ndarray):
         test_features = torch.from_numpy(test_features)
-    if not isinstance(test_features, torch.Tensor) or test_features.ndim != 2 \
-            or test_features.shape[1] != xtr.shape[1]:
+    if not isinstance(test_features, torch.Tensor) or test_features.ndim != 2 or test_features.shape[1] != xtr.shape[1]:
         raise ParameterError("test_features", f"a 2-D tensor (n, {xtr.shape[1]})", _shape(test_features))
     positive_int("k", k)
     if k > xtr.shape[0]:
@@ -391,7 +475,7 @@ def knn_predict(train_features, train_labels, test_features, *, k: int = 20, wei
     xte = nn.functional.normalize(test_features.detach().cpu().double(), dim=1)
     preds = []
     for s in range(0, xte.shape[0], batch_size):
-        sim = xte[s:s + batch_size] @ xtr.T  # (b, n_train)
+        sim = xte[s : s + batch_size] @ xtr.T  # (b, n_train)
         top_sim, top_idx = sim.topk(k, dim=1)  # descending similarity
         top_lab = ytr[top_idx]
         w = torch.ones_like(top_sim) if weighting == "majority" else torch.exp(top_sim / temperature)
@@ -413,16 +497,27 @@ def _split(name: str, data) -> tuple[torch.Tensor, torch.Tensor]:
     elif hasattr(data, "images") and hasattr(data, "labels"):
         images, labels = data.images, data.labels
     else:
-        raise ParameterError(name, "a Dataset with images and labels or an (images, labels) pair",
-                             type(data).__name__)
+        raise ParameterError(name, "a Dataset with images and labels or an (images, labels) pair", type(data).__name__)
     if labels is None:
         raise ParameterError(name, "labelled data", "labels=None")
     return _images_of(name, images), labels
 
 
-def probe(model, train, test, *, pool: str = "cls", method: str = "auto", k: int = 20,
-          weighting: str = "dino", batch_size: int = 256, device: str | None = None, seed: int = 0,
-          progress: bool | None = None, **probe_kwargs) -> dict[str, Any]:
+def probe(
+    model,
+    train,
+    test,
+    *,
+    pool: str = "cls",
+    method: str = "auto",
+    k: int = 20,
+    weighting: str = "dino",
+    batch_size: int = 256,
+    device: str | None = None,
+    seed: int = 0,
+    progress: bool | None = None,
+    **probe_kwargs,
+) -> dict[str, Any]:
     """Extract features of ``train`` and ``test`` (Datasets or (images, labels) pairs) and run a linear probe
     and k-NN. Returns ``{"linear_train_acc", "linear_test_acc", "linear_method", "knn_acc", "k", "pool",
     "feature_dim"}``; extra keyword arguments go to :func:`linear_probe`."""
@@ -432,5 +527,12 @@ def probe(model, train, test, *, pool: str = "cls", method: str = "auto", k: int
     fte = extract_features(model, xte_img, pool=pool, batch_size=batch_size, device=device, progress=progress)
     res = linear_probe(ftr, ytr, fte, yte, method=method, seed=seed, progress=progress, **probe_kwargs)
     knn = knn_accuracy(ftr, ytr, fte, yte, k=k, weighting=weighting)
-    return {"linear_train_acc": res.train_acc, "linear_test_acc": res.test_acc, "linear_method": res.method,
-            "knn_acc": knn, "k": k, "pool": pool, "feature_dim": int(ftr.shape[1])}
+    return {
+        "linear_train_acc": res.train_acc,
+        "linear_test_acc": res.test_acc,
+        "linear_method": res.method,
+        "knn_acc": knn,
+        "k": k,
+        "pool": pool,
+        "feature_dim": int(ftr.shape[1]),
+    }

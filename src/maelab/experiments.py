@@ -18,13 +18,15 @@ cache so an interrupted run resumes exactly), and evaluates the frozen encoder:
 It returns a dict that ``maelab.store.load_or_compute`` can store (JSON values + arrays). ``spec.to_config()`` is
 the config to hash: every field that changes the result is in the spec.
 """
+
 from __future__ import annotations
 
 import copy
 import dataclasses
 import hashlib
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -44,22 +46,22 @@ class PretrainSpec:
     img_size: int = 32
     channels: int = 3
     data_seed: int = 0
-    data_options: tuple = ()          # extra (key, value) pairs for maelab.data.load, e.g. (("p_texture", 0.8),)
-    model: str = "mae"                # mae | umae | simmim | usimmim
+    data_options: tuple = ()  # extra (key, value) pairs for maelab.data.load, e.g. (("p_texture", 0.8),)
+    model: str = "mae"  # mae | umae | simmim | usimmim
     size: str = "micro"
-    model_overrides: tuple = ()       # (key, value) pairs for maelab.models.create, e.g. (("lambda_unif", 0.1),)
+    model_overrides: tuple = ()  # (key, value) pairs for maelab.models.create, e.g. (("lambda_unif", 0.1),)
     epochs: int = 10
     batch_size: int = 128
     blr: float = 1.5e-4
     warmup_epochs: float = 1.0
-    mask_ratio: float | None = None   # None: the model's default
+    mask_ratio: float | None = None  # None: the model's default
     seed: int = 0
     pool: str = "cls"
-    rank_every: int = 0               # > 0: effective rank of test features every k epochs (and at 0 and the last)
-    finetune_epochs: int = 0          # 0: no fine-tuning
+    rank_every: int = 0  # > 0: effective rank of test features every k epochs (and at 0 and the last)
+    finetune_epochs: int = 0  # 0: no fine-tuning
     finetune_blr: float = 1e-3
-    keep_features: bool = False       # return the test features (e.g. for t-SNE)
-    snapshot_epochs: tuple = ()       # epochs whose weights are cached for later analysis
+    keep_features: bool = False  # return the test features (e.g. for t-SNE)
+    snapshot_epochs: tuple = ()  # epochs whose weights are cached for later analysis
 
     def __post_init__(self):
         one_of("dataset", self.dataset, data_mod.NAMES)
@@ -87,8 +89,14 @@ class PretrainSpec:
 
 def load_data(spec: PretrainSpec, device="cpu", progress: bool | None = None):
     opts = dict(spec.data_options)
-    common = {"seed": spec.data_seed, "device": device, "size": spec.img_size, "channels": spec.channels,
-              "progress": progress, **opts}
+    common = {
+        "seed": spec.data_seed,
+        "device": device,
+        "size": spec.img_size,
+        "channels": spec.channels,
+        "progress": progress,
+        **opts,
+    }
     if spec.dataset == "ising":
         common.pop("size"), common.pop("channels")
     tr = data_mod.load(spec.dataset, "train", n=spec.n_train, **common)
@@ -104,18 +112,19 @@ def build_model(spec: PretrainSpec):
 
 
 @torch.no_grad()
-def reconstruction_loss(model, images: torch.Tensor, mask_ratio: float | None, seed: int = 0,
-                        batch_size: int = 256) -> float:
+def reconstruction_loss(
+    model, images: torch.Tensor, mask_ratio: float | None, seed: int = 0, batch_size: int = 256
+) -> float:
     """Mean reconstruction loss (the model's own objective, masked patches) on ``images`` with a fixed mask seed."""
     model.eval()
     dev = next(model.parameters()).device
     g = torch.Generator(device="cpu").manual_seed(seed)
     dry = dry_run_limits()
     if dry is not None:  # dry run: a few images
-        images = images[:dry.eval_images]
+        images = images[: dry.eval_images]
     total, n = 0.0, 0
     for i in range(0, len(images), batch_size):
-        x = images[i:i + batch_size].to(dev)
+        x = images[i : i + batch_size].to(dev)
         out = model(x, mask_ratio=mask_ratio, generator=g) if dev.type == "cpu" else model(x, mask_ratio=mask_ratio)
         total += float(out["loss_rec"]) * len(x)
         n += len(x)
@@ -140,25 +149,47 @@ def training_spec(spec: PretrainSpec) -> PretrainSpec:
     return dataclasses.replace(spec, snapshot_epochs=tuple(sorted(set(spec.snapshot_epochs) | set(epochs))))
 
 
-def pretrain(spec: PretrainSpec, *, device: str = "auto", progress: bool | None = None, train_data=None,
-             test_data=None, callbacks=()):
+def pretrain(
+    spec: PretrainSpec,
+    *,
+    device: str = "auto",
+    progress: bool | None = None,
+    train_data=None,
+    test_data=None,
+    callbacks=(),
+):
     """Pre-train the model of ``spec`` (resuming from the cache); returns (model, TrainResult, train, test)."""
     dev = resolve_device(device)
     tr, te = (train_data, test_data) if train_data is not None else load_data(spec, dev, progress)
     model = build_model(spec)
-    cfg = train.TrainConfig(epochs=spec.epochs, batch_size=min(spec.batch_size, len(tr)), blr=spec.blr,
-                            warmup_epochs=min(spec.warmup_epochs, spec.epochs), mask_ratio=spec.mask_ratio,
-                            seed=spec.seed, probe_pool=spec.pool, eval_every=max(1, spec.epochs // 10),
-                            snapshot_epochs=tuple(spec.snapshot_epochs),
-                            online_probe=tr.labels is not None)
-    res = train.train(model, tr, cfg, eval_data=te if te.labels is not None else None,
-                      checkpoint_dir=train.default_checkpoint_dir(spec.key), device=str(dev), progress=progress,
-                      callbacks=callbacks)
+    cfg = train.TrainConfig(
+        epochs=spec.epochs,
+        batch_size=min(spec.batch_size, len(tr)),
+        blr=spec.blr,
+        warmup_epochs=min(spec.warmup_epochs, spec.epochs),
+        mask_ratio=spec.mask_ratio,
+        seed=spec.seed,
+        probe_pool=spec.pool,
+        eval_every=max(1, spec.epochs // 10),
+        snapshot_epochs=tuple(spec.snapshot_epochs),
+        online_probe=tr.labels is not None,
+    )
+    res = train.train(
+        model,
+        tr,
+        cfg,
+        eval_data=te if te.labels is not None else None,
+        checkpoint_dir=train.default_checkpoint_dir(spec.key),
+        device=str(dev),
+        progress=progress,
+        callbacks=callbacks,
+    )
     return res.model, res, tr, te
 
 
-def evaluate_snapshots(spec: PretrainSpec, model, snapshots: dict, epochs, measure: Callable[[Any], Any], *,
-                       reseed: bool) -> list:
+def evaluate_snapshots(
+    spec: PretrainSpec, model, snapshots: dict, epochs, measure: Callable[[Any], Any], *, reseed: bool
+) -> list:
     """``[measure(m_e) for e in epochs]``, m_e a model holding the weights ``snapshots[e]`` (state dicts saved by the
     trainer at ``snapshot_epochs``): the one loop over weight snapshots of the library.
 
@@ -184,8 +215,9 @@ def evaluate_snapshots(spec: PretrainSpec, model, snapshots: dict, epochs, measu
     return out
 
 
-def pretrain_and_evaluate(spec: PretrainSpec, *, device: str = "auto", progress: bool | None = None,
-                          blas_threads: int | None = 1) -> dict[str, Any]:
+def pretrain_and_evaluate(
+    spec: PretrainSpec, *, device: str = "auto", progress: bool | None = None, blas_threads: int | None = 1
+) -> dict[str, Any]:
     """Pre-train (see :func:`pretrain`) and evaluate; returns a store-ready dict.
 
     Keys: ``history`` (per-epoch dicts from the trainer), ``linear_acc``, ``linear_train_acc``, ``knn_acc``,
@@ -206,19 +238,32 @@ def pretrain_and_evaluate(spec: PretrainSpec, *, device: str = "auto", progress:
     dev = resolve_device(device)
     tr, te = load_data(spec, dev, progress)
     if tr.labels is None:
-        raise ParameterError("dataset", "a labelled dataset for evaluation (mnist10k, shapes, cifar10, imagefolder)",
-                             spec.dataset)
-    model, res, tr, te = pretrain(training_spec(spec), device=str(dev), progress=progress, train_data=tr,
-                                  test_data=te)
+        raise ParameterError(
+            "dataset", "a labelled dataset for evaluation (mnist10k, shapes, cifar10, imagefolder)", spec.dataset
+        )
+    model, res, tr, te = pretrain(training_spec(spec), device=str(dev), progress=progress, train_data=tr, test_data=te)
     epochs = rank_epochs(spec)  # empty unless rank_every
-    ranks = [[e, r] for e, r in zip(epochs, evaluate_snapshots(
-        spec, model, res.snapshots, epochs, reseed=False,
-        measure=lambda m: metrics.effective_rank(evaluate.extract_features(m, te.images, pool=spec.pool,
-                                                                           progress=False))))]
+    ranks = [
+        [e, r]
+        for e, r in zip(
+            epochs,
+            evaluate_snapshots(
+                spec,
+                model,
+                res.snapshots,
+                epochs,
+                reseed=False,
+                measure=lambda m: metrics.effective_rank(
+                    evaluate.extract_features(m, te.images, pool=spec.pool, progress=False)
+                ),
+            ),
+        )
+    ]
     ftr = evaluate.extract_features(model, tr.images, pool=spec.pool, progress=False)
     fte = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False)
-    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed,
-                               blas_threads=blas_threads)
+    lp = evaluate.linear_probe(
+        ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed, blas_threads=blas_threads
+    )
     out: dict[str, Any] = {
         "history": res.history,
         "linear_acc": float(lp.test_acc),
@@ -232,10 +277,21 @@ def pretrain_and_evaluate(spec: PretrainSpec, *, device: str = "auto", progress:
         "finetune_acc": None,
     }
     if spec.finetune_epochs:
-        ft = train.fine_tune(model, tr, te, train.FineTuneConfig(
-            epochs=spec.finetune_epochs, batch_size=min(128, len(tr)), blr=spec.finetune_blr,
-            warmup_epochs=min(1, spec.finetune_epochs), pool=spec.pool, seed=spec.seed), device=str(dev),
-            progress=progress)
+        ft = train.fine_tune(
+            model,
+            tr,
+            te,
+            train.FineTuneConfig(
+                epochs=spec.finetune_epochs,
+                batch_size=min(128, len(tr)),
+                blr=spec.finetune_blr,
+                warmup_epochs=min(1, spec.finetune_epochs),
+                pool=spec.pool,
+                seed=spec.seed,
+            ),
+            device=str(dev),
+            progress=progress,
+        )
         out["finetune_acc"] = float(ft.test_acc)
     if spec.keep_features:
         out["test_features"] = fte.cpu().numpy()
@@ -249,4 +305,7 @@ def random_init_features(spec: PretrainSpec, *, device: str = "auto") -> dict[st
     _, te = load_data(spec, dev, progress=False)
     model = build_model(spec).to(dev)
     f = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False)
-    return {"effective_rank": float(metrics.effective_rank(f)), "singular_values": metrics.singular_values(f).cpu().numpy()}
+    return {
+        "effective_rank": float(metrics.effective_rank(f)),
+        "singular_values": metrics.singular_values(f).cpu().numpy(),
+    }

@@ -23,6 +23,7 @@ model trained without masking (m = 0, a plain autoencoder) no patch is removed a
 all pixels. :func:`masked_pixel_jacobians` computes many such maps with one backward pass per output pixel for a
 whole batch (images in a ViT do not interact, so the gradient of a sum over images is the per-image gradient).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -80,8 +81,11 @@ def masked_prediction(model, imgs: torch.Tensor, ids_keep: torch.Tensor, ids_res
     model._check_imgs(imgs)
     n = imgs.shape[0]
     if ids_keep.ndim != 2 or ids_keep.shape[0] != n or ids_restore.shape != (n, model.num_patches):
-        raise ParameterError("ids_keep, ids_restore", f"(N={n}, L_keep) and (N, L={model.num_patches}) index tensors",
-                             (tuple(ids_keep.shape), tuple(ids_restore.shape)))
+        raise ParameterError(
+            "ids_keep, ids_restore",
+            f"(N={n}, L_keep) and (N, L={model.num_patches}) index tensors",
+            (tuple(ids_keep.shape), tuple(ids_restore.shape)),
+        )
     x = model.patch_embed(model.normalize_input(imgs)) + model.pos_embed[:, 1:, :]
     x = torch.gather(x, 1, ids_keep.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
     cls = (model.cls_token + model.pos_embed[:, :1, :]).expand(n, -1, -1)
@@ -92,8 +96,9 @@ def masked_prediction(model, imgs: torch.Tensor, ids_keep: torch.Tensor, ids_res
     return model.unpatchify(pred)
 
 
-def masked_pixel_jacobians(model, imgs: torch.Tensor, mask_ratio: float, n_pixels: int,
-                           generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+def masked_pixel_jacobians(
+    model, imgs: torch.Tensor, mask_ratio: float, n_pixels: int, generator: torch.Generator | None = None
+) -> dict[str, torch.Tensor]:
     """Jacobians of masked output pixels with respect to the input, one mask per image.
 
     For each image draw one mask (``model.sample_mask`` with ``generator``) and ``n_pixels`` distinct output pixels
@@ -116,12 +121,13 @@ def masked_pixel_jacobians(model, imgs: torch.Tensor, mask_ratio: float, n_pixel
         cand = removed if float(mask_ratio) > 0 else torch.ones_like(removed)
         flat = cand.reshape(n, -1).cpu()
         if int(flat.sum(1).min()) < n_pixels:
-            raise ParameterError("n_pixels", f"at most the number of candidate pixels per image ({int(flat.sum(1).min())})",
-                                 n_pixels)
+            raise ParameterError(
+                "n_pixels", f"at most the number of candidate pixels per image ({int(flat.sum(1).min())})", n_pixels
+            )
         gdev = generator.device if generator is not None else "cpu"
         noise = torch.rand(flat.shape, generator=generator, device=gdev).cpu()
         noise = torch.where(flat > 0, noise, torch.full_like(noise, 2.0))  # non-candidates sort last
-        idx = torch.argsort(noise, dim=1)[:, :n_pixels]                    # (N, P)
+        idx = torch.argsort(noise, dim=1)[:, :n_pixels]  # (N, P)
         rows, cols = idx // w, idx % w
         x = imgs.detach().clone().requires_grad_(True)
         pred = masked_prediction(model, x, ids_keep, ids_restore).sum(dim=1)  # (N, H, W), channels summed
@@ -133,5 +139,4 @@ def masked_pixel_jacobians(model, imgs: torch.Tensor, mask_ratio: float, n_pixel
             jac[:, j] = g.detach().cpu()
     finally:
         model.train(was_training)
-    return {"jac": jac, "pixels": torch.stack([rows, cols], dim=-1), "visible": (1 - removed).cpu(),
-            "mask": mask.cpu()}
+    return {"jac": jac, "pixels": torch.stack([rows, cols], dim=-1), "visible": (1 - removed).cpu(), "mask": mask.cpu()}

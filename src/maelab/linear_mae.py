@@ -57,6 +57,7 @@ The optimum is unique only up to W = A B (any invertible k x k Q gives A Q, Q^-1
 V is inverted with a symmetric pseudo-inverse, which is exact when X^T X is invertible (n >= d, full column rank)
 and still correct otherwise because range(S) lies in range(V).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -123,8 +124,9 @@ def _patches(patches: Any, d: int) -> tuple[np.ndarray, int]:
     else:
         ids = np.asarray(patches)
         if ids.ndim != 1 or ids.shape[0] != d or not np.issubdtype(ids.dtype, np.integer):
-            raise ParameterError("patches", f"an int patch size or an integer array of length d={d}",
-                                 getattr(ids, "shape", patches))
+            raise ParameterError(
+                "patches", f"an int patch size or an integer array of length d={d}", getattr(ids, "shape", patches)
+            )
     _, ids = np.unique(ids, return_inverse=True)
     return ids.reshape(-1), int(ids.max()) + 1
 
@@ -199,8 +201,16 @@ def _factors(A: Any, B: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
     return A, B
 
 
-def sample_masks(n: int, patches: Any, m: float, *, d: int | None = None, mask_mode: str = "bernoulli",
-                 rng: np.random.Generator | int | None = 0, draws: int | None = None) -> np.ndarray:
+def sample_masks(
+    n: int,
+    patches: Any,
+    m: float,
+    *,
+    d: int | None = None,
+    mask_mode: str = "bernoulli",
+    rng: np.random.Generator | int | None = 0,
+    draws: int | None = None,
+) -> np.ndarray:
     """Keep-masks R (n, d) (or (draws, n, d)) with 1 = kept pixel; every pixel of a patch shares its fate.
 
     ``"bernoulli"``: each (sample, patch) kept independently with probability 1 - m. ``"fixed"``: each sample keeps
@@ -226,9 +236,18 @@ def sample_masks(n: int, patches: Any, m: float, *, d: int | None = None, mask_m
     return keep[..., ids].astype(np.float64)
 
 
-def sampled_loss(X: Any, A: Any, B: Any, m: float, patches: Any, *, draws: int = 1,
-                 mask_mode: str = "bernoulli", rng: np.random.Generator | int | None = 0,
-                 return_se: bool = False):
+def sampled_loss(
+    X: Any,
+    A: Any,
+    B: Any,
+    m: float,
+    patches: Any,
+    *,
+    draws: int = 1,
+    mask_mode: str = "bernoulli",
+    rng: np.random.Generator | int | None = 0,
+    return_se: bool = False,
+):
     """Monte-Carlo estimate of E_R ||X - (R*X) A B||_F^2 from ``draws`` independent masks of all n samples.
 
     Returns the mean (and, with ``return_se=True``, its standard error over the draws).
@@ -321,10 +340,24 @@ class LinearMAEFit:
         return self.history[-1]["expected_loss"]
 
 
-def train_linear_mae(X: Any, m: float, patches: Any, k: int, steps: int = 2000, lr: float = 1e-2, seed: int = 0,
-                     *, objective: str = "sampled", batch_size: int | None = None, mask_mode: str = "bernoulli",
-                     init_scale: float = 0.1, cosine: bool = True, record_every: int = 50,
-                     init: tuple[Any, Any] | None = None, progress: bool | None = None) -> LinearMAEFit:
+def train_linear_mae(
+    X: Any,
+    m: float,
+    patches: Any,
+    k: int,
+    steps: int = 2000,
+    lr: float = 1e-2,
+    seed: int = 0,
+    *,
+    objective: str = "sampled",
+    batch_size: int | None = None,
+    mask_mode: str = "bernoulli",
+    init_scale: float = 0.1,
+    cosine: bool = True,
+    record_every: int = 50,
+    init: tuple[Any, Any] | None = None,
+    progress: bool | None = None,
+) -> LinearMAEFit:
     """Fit A, B with Adam (float64, CPU) and return a :class:`LinearMAEFit`.
 
     ``objective="sampled"`` draws fresh masks every step for a minibatch (``batch_size`` rows, default all) and
@@ -404,7 +437,7 @@ def dae_expected_loss(X: Any, A: Any, B: Any, sigma: float) -> float:
     A, B = _factors(A, B, X.shape[1])
     sigma = in_range("sigma", sigma, 0.0)
     W = A @ B
-    return float(((X - X @ W) ** 2).sum() + X.shape[0] * sigma ** 2 * (W ** 2).sum())
+    return float(((X - X @ W) ** 2).sum() + X.shape[0] * sigma**2 * (W**2).sum())
 
 
 def dae_closed_form(X: Any, sigma: float, k: int) -> ClosedForm:
@@ -431,7 +464,7 @@ def dae_closed_form(X: Any, sigma: float, k: int) -> ClosedForm:
         if sigma == 0 and np.linalg.matrix_rank(X) < d:
             raise ParameterError("sigma", f"> 0 when X has rank < d={d} (X^T X is then singular)", sigma)
         S = X.T @ X
-        V = S + n * sigma ** 2 * np.eye(d)
+        V = S + n * sigma**2 * np.eye(d)
         VinvS = np.linalg.solve(V, S)
         C = S @ VinvS
         evals, evecs = np.linalg.eigh((C + C.T) / 2)

@@ -21,6 +21,7 @@ the C grid from strong to weak regularisation, reusing Newton's Hessian while it
 :func:`maelab.evaluate.linear_probe` offers it as ``method="logreg_torch"`` with the same C grid and validation
 rule as ``"logreg"``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,8 +64,16 @@ class TorchLogisticRegression:
     ("newton" or "lbfgs"), ``hessian_`` (Newton's last data Hessian, a torch tensor, or None).
     """
 
-    def __init__(self, C: float = 1.0, max_iter: int = 1000, tol: float = 1e-9, init=None, device="cpu",
-                 newton_max_params: int = 3000, hessian=None):
+    def __init__(
+        self,
+        C: float = 1.0,
+        max_iter: int = 1000,
+        tol: float = 1e-9,
+        init=None,
+        device="cpu",
+        newton_max_params: int = 3000,
+        hessian=None,
+    ):
         self.C = in_range("C", C, 0.0, None, low_open=True)
         self.max_iter = positive_int("max_iter", max_iter)
         self.tol = in_range("tol", tol, 0.0, None, low_open=True)
@@ -77,7 +86,7 @@ class TorchLogisticRegression:
             raise ParameterError("features", "a 2-D array (n, d)", tuple(x.shape))
         return x
 
-    def fit(self, x, y) -> "TorchLogisticRegression":
+    def fit(self, x, y) -> TorchLogisticRegression:
         """Fit on features ``x`` (n, d) and integer labels ``y`` (n,) with at least two classes."""
         x = self._prepare(x)
         y = np.asarray(y)
@@ -133,8 +142,9 @@ class LogRegPath:
         start = self.by_C.get(float(C), self.last)
         init = None if start is None else (start.coef_, start.intercept_)
         hess = None if start is None else start.hessian_
-        clf = TorchLogisticRegression(C, max_iter=max_iter, tol=self.tol, init=init, device=self.device,
-                                      hessian=hess).fit(x, y)
+        clf = TorchLogisticRegression(
+            C, max_iter=max_iter, tol=self.tol, init=init, device=self.device, hessian=hess
+        ).fit(x, y)
         self.last = self.by_C[float(C)] = clf
         return clf
 
@@ -147,11 +157,11 @@ def _newton_hessian(a: torch.Tensor, p: torch.Tensor, chunk: int = 2048) -> torc
     k = p.shape[1]
     h = torch.zeros(k * dd, k * dd, dtype=a.dtype, device=a.device)
     for i in range(0, n, chunk):
-        ai, pi = a[i:i + chunk], p[i:i + chunk]
+        ai, pi = a[i : i + chunk], p[i : i + chunk]
         bi = (pi[:, :, None] * ai[:, None, :]).reshape(len(ai), k * dd)
         h -= bi.T @ bi
         for c in range(k):
-            h[c * dd:(c + 1) * dd, c * dd:(c + 1) * dd] += (ai * pi[:, c:c + 1]).T @ ai
+            h[c * dd : (c + 1) * dd, c * dd : (c + 1) * dd] += (ai * pi[:, c : c + 1]).T @ ai
     return h / n
 
 
@@ -174,7 +184,7 @@ def _newton(z, y, w, b, C, max_iter, tol, h_data=None):
     reg = torch.zeros(k, d + 1, dtype=z.dtype, device=z.device)
     reg[:, :d] = 1.0 / (C * n)
     u = torch.zeros(k, d + 1, dtype=z.dtype, device=z.device)
-    u[:, d] = k ** -0.5
+    u[:, d] = k**-0.5
     fixed = torch.diag(reg.reshape(-1)) + torch.outer(u.reshape(-1), u.reshape(-1))
 
     def f_and_g(t):
@@ -236,8 +246,16 @@ def _lbfgs_whitened(z, y, w, b, C, max_iter, tol):
     pen = 1.0 / (C * n * lam * h)
     nmat = ((w @ vecs) / scale).requires_grad_(True)
     b = b.clone().requires_grad_(True)
-    opt = torch.optim.LBFGS([nmat, b], lr=1.0, max_iter=max_iter, max_eval=2 * max_iter, tolerance_grad=tol,
-                            tolerance_change=1e-15, history_size=20, line_search_fn="strong_wolfe")
+    opt = torch.optim.LBFGS(
+        [nmat, b],
+        lr=1.0,
+        max_iter=max_iter,
+        max_eval=2 * max_iter,
+        tolerance_grad=tol,
+        tolerance_change=1e-15,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure():
         opt.zero_grad()

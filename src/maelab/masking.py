@@ -9,6 +9,7 @@ Conventions follow facebookresearch/mae ``models_mae.py``:
 * ``block_masking``: the masking unit is a ``unit x unit`` block of tokens (as in the long-sequence MAE code used
   by Kong et al.); the same algorithm runs on units and each unit's tokens share its fate.
 """
+
 from __future__ import annotations
 
 import torch
@@ -43,7 +44,7 @@ def unpatchify(x: torch.Tensor, patch_size: int, channels: int, grid: tuple[int,
     if d != p * p * channels:
         raise ParameterError("patch_size", f"consistent with token dim {d} and channels={channels}", p)
     if grid is None:
-        h = int(round(length ** 0.5))
+        h = int(round(length**0.5))
         if h * h != length:
             raise ParameterError("grid", "given for a non-square token grid", grid)
         grid = (h, h)
@@ -82,8 +83,9 @@ def random_masking(x: torch.Tensor, mask_ratio: float, generator: torch.Generato
     return x_masked, mask, ids_restore
 
 
-def block_masking(x: torch.Tensor, mask_ratio: float, grid: tuple[int, int], unit: int = 1,
-                  generator: torch.Generator | None = None):
+def block_masking(
+    x: torch.Tensor, mask_ratio: float, grid: tuple[int, int], unit: int = 1, generator: torch.Generator | None = None
+):
     """Random masking whose unit is a ``unit x unit`` block of tokens on a ``grid`` = (gh, gw) token grid.
 
     ``unit=1`` is exactly :func:`random_masking`. Otherwise the official algorithm runs on the

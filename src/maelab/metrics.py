@@ -35,6 +35,7 @@ Choices made here (and why):
 * **Attention maps** place the attention paid to the visible tokens back on the full token grid with
   :func:`maelab.masking.restore` (the same operation the decoder uses), so masked positions get ``fill``.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,11 +49,25 @@ from .masking import patchify, restore, unpatchify
 
 __all__ = [
     "mean_sem",
-    "singular_values", "effective_rank", "effective_rank_from_spectrum",
-    "mse", "psnr", "ssim", "fsim", "denormalize_patches", "paste_image", "reconstruction_metrics",
-    "linear_cka", "tsne",
-    "pixel_jacobian", "radial_profile", "mass_radius", "decay_length",
-    "cls_attention", "token_attention", "relative_layer_change",
+    "singular_values",
+    "effective_rank",
+    "effective_rank_from_spectrum",
+    "mse",
+    "psnr",
+    "ssim",
+    "fsim",
+    "denormalize_patches",
+    "paste_image",
+    "reconstruction_metrics",
+    "linear_cka",
+    "tsne",
+    "pixel_jacobian",
+    "radial_profile",
+    "mass_radius",
+    "decay_length",
+    "cls_attention",
+    "token_attention",
+    "relative_layer_change",
 ]
 
 NORM_PIX_EPS = 1e-6  # official MAE: (var + 1.e-6) ** .5
@@ -135,8 +150,9 @@ def effective_rank(features, center: bool = True) -> float:
 _REDUCTIONS = ("mean", "none")
 
 
-def _check_pair(x, y, data_range, *, min_size: int = 1, names: tuple[str, str] = ("x", "y")
-                ) -> tuple[torch.Tensor, torch.Tensor, float]:
+def _check_pair(
+    x, y, data_range, *, min_size: int = 1, names: tuple[str, str] = ("x", "y")
+) -> tuple[torch.Tensor, torch.Tensor, float]:
     xn, yn = names
     for name, t in ((xn, x), (yn, y)):
         if not isinstance(t, torch.Tensor) or t.ndim != 4 or not t.is_floating_point():
@@ -151,8 +167,9 @@ def _check_pair(x, y, data_range, *, min_size: int = 1, names: tuple[str, str] =
             raise ParameterError(name, "finite (no NaN/inf)", "non-finite values")
         lo, hi = float(t.min()), float(t.max())
         if lo < 0 or hi > dr:
-            raise ParameterError(name, f"values in [0, data_range={dr:g}] (clamp predictions first)",
-                                 f"values in [{lo:.4g}, {hi:.4g}]")
+            raise ParameterError(
+                name, f"values in [0, data_range={dr:g}] (clamp predictions first)", f"values in [{lo:.4g}, {hi:.4g}]"
+            )
     return x.detach(), y.detach(), dr
 
 
@@ -187,13 +204,15 @@ def ssim(x: torch.Tensor, y: torch.Tensor, data_range: float = 1.0, reduction: s
 
     one_of("reduction", reduction, _REDUCTIONS)
     x, y, dr = _check_pair(x, y, data_range, min_size=SSIM_KERNEL_SIZE)
-    v = piq.ssim(x, y, kernel_size=SSIM_KERNEL_SIZE, kernel_sigma=SSIM_SIGMA, data_range=dr,
-                 reduction="none", downsample=False)
+    v = piq.ssim(
+        x, y, kernel_size=SSIM_KERNEL_SIZE, kernel_sigma=SSIM_SIGMA, data_range=dr, reduction="none", downsample=False
+    )
     return _reduce(v, reduction)
 
 
-def fsim(x: torch.Tensor, y: torch.Tensor, data_range: float = 1.0, reduction: str = "mean",
-         chromatic: bool | None = None) -> torch.Tensor:
+def fsim(
+    x: torch.Tensor, y: torch.Tensor, data_range: float = 1.0, reduction: str = "mean", chromatic: bool | None = None
+) -> torch.Tensor:
     """Per-image FSIM via ``piq.fsim`` (Zhang et al. 2011). ``chromatic=None`` means FSIMc for 3-channel
     images and FSIM for 1-channel images; other channel counts are refused."""
     import piq
@@ -239,38 +258,52 @@ def _pixel_mask(mask: torch.Tensor, shape: torch.Size, patch_size: int | None) -
     n, c, h, w = shape
     if mask.ndim == 4:
         if mask.shape[0] != n or mask.shape[1] != 1 or tuple(mask.shape[2:]) != (h, w):
-            raise ParameterError("mask", f"a pixel mask (N, 1, H, W) = {(n, 1, h, w)} or a token mask (N, L)",
-                                 tuple(mask.shape))
+            raise ParameterError(
+                "mask", f"a pixel mask (N, 1, H, W) = {(n, 1, h, w)} or a token mask (N, L)", tuple(mask.shape)
+            )
         return mask.to(torch.float32)
     if mask.ndim == 2:
         if patch_size is None:
             raise ParameterError("patch_size", "given with a token mask (N, L)", patch_size)
         positive_int("patch_size", patch_size)
         if h % patch_size or w % patch_size or mask.shape != (n, (h // patch_size) * (w // patch_size)):
-            raise ParameterError("mask", f"a token mask (N, L) matching images {tuple(shape)} and "
-                                 f"patch_size={patch_size}", tuple(mask.shape))
+            raise ParameterError(
+                "mask",
+                f"a token mask (N, L) matching images {tuple(shape)} and patch_size={patch_size}",
+                tuple(mask.shape),
+            )
         gh, gw = h // patch_size, w // patch_size
         m = mask.reshape(n, gh, 1, gw, 1).expand(n, gh, patch_size, gw, patch_size)
         return m.reshape(n, 1, h, w).to(torch.float32)
     raise ParameterError("mask", "a pixel mask (N, 1, H, W) or a token mask (N, L)", _shape(mask))
 
 
-def paste_image(pred_imgs: torch.Tensor, target_imgs: torch.Tensor, mask: torch.Tensor,
-                patch_size: int | None = None) -> torch.Tensor:
+def paste_image(
+    pred_imgs: torch.Tensor, target_imgs: torch.Tensor, mask: torch.Tensor, patch_size: int | None = None
+) -> torch.Tensor:
     """Visible pixels from ``target_imgs``, masked pixels (mask = 1 = removed) from ``pred_imgs``.
 
     ``mask`` is a pixel mask (N, 1, H, W) or a token mask (N, L) together with ``patch_size``.
     """
     if pred_imgs.shape != target_imgs.shape or pred_imgs.ndim != 4:
-        raise ParameterError("pred_imgs", f"a 4-D tensor shaped like target_imgs {tuple(target_imgs.shape)}",
-                             tuple(pred_imgs.shape))
+        raise ParameterError(
+            "pred_imgs", f"a 4-D tensor shaped like target_imgs {tuple(target_imgs.shape)}", tuple(pred_imgs.shape)
+        )
     m = _pixel_mask(mask, target_imgs.shape, patch_size).to(pred_imgs.device, pred_imgs.dtype)
     return target_imgs * (1 - m) + pred_imgs * m
 
 
-def reconstruction_metrics(pred_imgs: torch.Tensor, target_imgs: torch.Tensor, mask: torch.Tensor | None = None,
-                           data_range: float = 1.0, *, patch_size: int | None = None, paste: bool = False,
-                           fsim_metric: bool = True, clamp: bool = True) -> dict[str, float]:
+def reconstruction_metrics(
+    pred_imgs: torch.Tensor,
+    target_imgs: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    data_range: float = 1.0,
+    *,
+    patch_size: int | None = None,
+    paste: bool = False,
+    fsim_metric: bool = True,
+    clamp: bool = True,
+) -> dict[str, float]:
     """MSE, PSNR, SSIM (and FSIM) of reconstructions against targets, averaged over the batch.
 
     Args:
@@ -288,10 +321,15 @@ def reconstruction_metrics(pred_imgs: torch.Tensor, target_imgs: torch.Tensor, m
     is_bool("clamp", clamp)
     is_bool("fsim_metric", fsim_metric)
     dr = in_range("data_range", data_range, 0.0, None, low_open=True)
-    if not isinstance(pred_imgs, torch.Tensor) or not isinstance(target_imgs, torch.Tensor) \
-            or pred_imgs.shape != target_imgs.shape or pred_imgs.ndim != 4:
-        raise ParameterError("pred_imgs", f"a 4-D tensor shaped like target_imgs {_shape(target_imgs)}",
-                             _shape(pred_imgs))
+    if (
+        not isinstance(pred_imgs, torch.Tensor)
+        or not isinstance(target_imgs, torch.Tensor)
+        or pred_imgs.shape != target_imgs.shape
+        or pred_imgs.ndim != 4
+    ):
+        raise ParameterError(
+            "pred_imgs", f"a 4-D tensor shaped like target_imgs {_shape(target_imgs)}", _shape(pred_imgs)
+        )
     if paste and mask is None:
         raise ParameterError("mask", "given when paste=True", None)
     pred = pred_imgs.detach().to(target_imgs.dtype)
@@ -338,8 +376,9 @@ def linear_cka(x, y) -> float:
     return float(torch.linalg.matrix_norm(y.T @ x) ** 2 / den)
 
 
-def tsne(features, *, perplexity: float = 30.0, seed: int = 0, max_iter: int = 1000,
-         pca_dims: int | None = None) -> np.ndarray:
+def tsne(
+    features, *, perplexity: float = 30.0, seed: int = 0, max_iter: int = 1000, pca_dims: int | None = None
+) -> np.ndarray:
     """2-D t-SNE embedding (n, 2) with scikit-learn ``TSNE`` (PCA init, ``learning_rate="auto"``, Barnes-Hut,
     ``random_state=seed``): same seed -> same embedding. ``pca_dims`` optionally reduces the features with
     (exact, deterministic) PCA first, a common speed-up for wide features. Needs ``perplexity < n``.
@@ -358,16 +397,23 @@ def tsne(features, *, perplexity: float = 30.0, seed: int = 0, max_iter: int = 1
             from sklearn.decomposition import PCA
 
             x = PCA(n_components=pca_dims, svd_solver="full").fit_transform(x)
-    emb = TSNE(n_components=2, perplexity=float(perplexity), init="pca", learning_rate="auto",
-               max_iter=max_iter, random_state=seed).fit_transform(x)
+    emb = TSNE(
+        n_components=2,
+        perplexity=float(perplexity),
+        init="pca",
+        learning_rate="auto",
+        max_iter=max_iter,
+        random_state=seed,
+    ).fit_transform(x)
     return emb.astype(np.float32)
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Jacobians and spatial spread
 # ----------------------------------------------------------------------------------------------------------------
-def pixel_jacobian(f: Callable[[torch.Tensor], torch.Tensor], image: torch.Tensor,
-                   out_pixel: Sequence[int]) -> torch.Tensor:
+def pixel_jacobian(
+    f: Callable[[torch.Tensor], torch.Tensor], image: torch.Tensor, out_pixel: Sequence[int]
+) -> torch.Tensor:
     """Gradient of one output entry ``f(image)[out_pixel]`` with respect to the input image.
 
     Args:
@@ -434,7 +480,7 @@ def radial_profile(map_, centre, *, normalize: str | None = "max") -> tuple[np.n
     b = np.rint(d).astype(np.int64)
     cnt = np.bincount(b)
     keep = cnt > 0
-    radii = (np.bincount(b, weights=d)[keep] / cnt[keep])
+    radii = np.bincount(b, weights=d)[keep] / cnt[keep]
     prof = np.bincount(b, weights=a.ravel())[keep] / cnt[keep]
     if normalize is not None:
         z = prof.max() if normalize == "max" else prof.sum()
@@ -485,8 +531,14 @@ def decay_length(distances, values, *, method: str = "loglinear", return_amplitu
     if method == "curve_fit" and math.isfinite(ell):
         from scipy.optimize import curve_fit
 
-        (amp, ell), _ = curve_fit(lambda x, a_, l_: a_ * np.exp(-x / l_), d, v, p0=(amp, ell),
-                                  bounds=([0.0, 1e-12], [np.inf, np.inf]), maxfev=10000)
+        (amp, ell), _ = curve_fit(
+            lambda x, a_, l_: a_ * np.exp(-x / l_),
+            d,
+            v,
+            p0=(amp, ell),
+            bounds=([0.0, 1e-12], [np.inf, np.inf]),
+            maxfev=10000,
+        )
         amp, ell = float(amp), float(ell)
     return (float(ell), float(amp)) if return_amplitude else float(ell)
 
@@ -512,22 +564,23 @@ def _grid_restore(n: int, length: int, grid, ids_restore, mask, device) -> torch
     total = gh * gw
     if ids_restore is not None:
         if not isinstance(ids_restore, torch.Tensor) or tuple(ids_restore.shape) != (n, total):
-            raise ParameterError("ids_restore", f"a tensor of shape (N, gh*gw) = {(n, total)}",
-                                 _shape(ids_restore))
+            raise ParameterError("ids_restore", f"a tensor of shape (N, gh*gw) = {(n, total)}", _shape(ids_restore))
         return ids_restore.to(device, torch.long)
     if mask is not None:
         if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != (n, total):
             raise ParameterError("mask", f"a tensor of shape (N, gh*gw) = {(n, total)}", _shape(mask))
         kept = (mask == 0).sum(dim=1)
         if (kept != length).any():
-            raise ParameterError("mask", f"{length} visible (0) tokens per row, matching the attention",
-                                 sorted(set(kept.tolist())))
+            raise ParameterError(
+                "mask", f"{length} visible (0) tokens per row, matching the attention", sorted(set(kept.tolist()))
+            )
         # visible tokens assumed in raster order (true for block_masking and for no masking)
         ids_shuffle = torch.sort(mask.to(device), dim=1, stable=True).indices
         return torch.argsort(ids_shuffle, dim=1)
     if length != total:
-        raise ParameterError("grid", f"gh*gw = number of visible tokens {length} when neither ids_restore nor "
-                             "mask is given", tuple(grid))
+        raise ParameterError(
+            "grid", f"gh*gw = number of visible tokens {length} when neither ids_restore nor mask is given", tuple(grid)
+        )
     return torch.arange(total, device=device).expand(n, total)
 
 
@@ -539,9 +592,16 @@ def _place(rows: torch.Tensor, ids_restore: torch.Tensor, grid, fill: float) -> 
     return full.permute(0, 2, 1).reshape(n, h, int(grid[0]), int(grid[1]))
 
 
-def cls_attention(attn_layer: torch.Tensor, grid, *, ids_restore: torch.Tensor | None = None,
-                  mask: torch.Tensor | None = None, num_prefix: int = 1, cls_index: int = 0,
-                  fill: float = float("nan")) -> torch.Tensor:
+def cls_attention(
+    attn_layer: torch.Tensor,
+    grid,
+    *,
+    ids_restore: torch.Tensor | None = None,
+    mask: torch.Tensor | None = None,
+    num_prefix: int = 1,
+    cls_index: int = 0,
+    fill: float = float("nan"),
+) -> torch.Tensor:
     """Attention from the [CLS] token to the patch tokens, placed on the token grid.
 
     Args:
@@ -565,9 +625,16 @@ def cls_attention(attn_layer: torch.Tensor, grid, *, ids_restore: torch.Tensor |
     return _place(rows, idr, grid, fill)
 
 
-def token_attention(attn_layer: torch.Tensor, token_index, grid, *, ids_restore: torch.Tensor | None = None,
-                    mask: torch.Tensor | None = None, num_prefix: int = 1,
-                    fill: float = float("nan")) -> torch.Tensor:
+def token_attention(
+    attn_layer: torch.Tensor,
+    token_index,
+    grid,
+    *,
+    ids_restore: torch.Tensor | None = None,
+    mask: torch.Tensor | None = None,
+    num_prefix: int = 1,
+    fill: float = float("nan"),
+) -> torch.Tensor:
     """Attention from the patch token at grid position ``token_index`` to all patch tokens, placed on the grid.
 
     ``token_index`` is a raster index into the full grid (``row * gw + col``) or a ``(row, col)`` pair. Samples in
@@ -578,14 +645,20 @@ def token_attention(attn_layer: torch.Tensor, token_index, grid, *, ids_restore:
     idr = _grid_restore(n, length, grid, ids_restore, mask, attn_layer.device)
     gh, gw = int(grid[0]), int(grid[1])
     token = token_index
-    if isinstance(token, (tuple, list)) and len(token) == 2 and all(isinstance(t, int) for t in token) \
-            and 0 <= token[0] < gh and 0 <= token[1] < gw:
+    if (
+        isinstance(token, (tuple, list))
+        and len(token) == 2
+        and all(isinstance(t, int) for t in token)
+        and 0 <= token[0] < gh
+        and 0 <= token[1] < gw
+    ):
         p = token[0] * gw + token[1]
     elif isinstance(token, int) and not isinstance(token, bool) and 0 <= token < gh * gw:
         p = token
     else:
-        raise ParameterError("token_index", f"a raster index in [0, {gh * gw}) or a (row, col) pair on grid "
-                             f"{(gh, gw)}", token)
+        raise ParameterError(
+            "token_index", f"a raster index in [0, {gh * gw}) or a (row, col) pair on grid {(gh, gw)}", token
+        )
     seq = idr[:, p]  # position of that patch among the visible tokens (>= length: masked)
     visible = seq < length
     q = (seq.clamp(max=length - 1) + num_prefix).to(attn_layer.device)

@@ -14,6 +14,7 @@ at 100 % zoom (about 730 px in the Jupyter Book theme) and :data:`FULL_WIDTH` a 
 are PNG at twice that resolution ("retina": sharp on high-density screens); myst-nb shows them at their nominal
 width from the output's metadata.
 """
+
 from __future__ import annotations
 
 import math
@@ -120,8 +121,16 @@ def figure_width(full: bool = False) -> float:
     return FULL_WIDTH if full else TEXT_WIDTH
 
 
-def panel_grid(n: int, ncols: int = 3, *, full: bool = False, row_height: float = PANEL_HEIGHT,
-               sharex: bool = False, sharey: bool = False, **subplot_kw):
+def panel_grid(
+    n: int,
+    ncols: int = 3,
+    *,
+    full: bool = False,
+    row_height: float = PANEL_HEIGHT,
+    sharex: bool = False,
+    sharey: bool = False,
+    **subplot_kw,
+):
     """A figure with ``n`` panels wrapped into rows of at most ``ncols``, at the text (or full) width.
 
     Unused cells of the last row are removed, so ``axes`` holds exactly ``n`` panels in reading order.
@@ -145,8 +154,15 @@ def panel_grid(n: int, ncols: int = 3, *, full: bool = False, row_height: float 
         raise ParameterError("row_height", "a number > 0 (inches)", row_height)
     ncols = min(ncols, n)
     nrows = math.ceil(n / ncols)
-    fig, grid = plt.subplots(nrows, ncols, figsize=(figure_width(full), row_height * nrows), squeeze=False,
-                             sharex=sharex, sharey=sharey, **subplot_kw)
+    fig, grid = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(figure_width(full), row_height * nrows),
+        squeeze=False,
+        sharex=sharex,
+        sharey=sharey,
+        **subplot_kw,
+    )
     flat = list(grid.ravel())
     for ax in flat[n:]:
         ax.remove()

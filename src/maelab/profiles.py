@@ -31,6 +31,7 @@ The core finds the classes by importing ``maelab.papers.<paper>.settings`` for e
 (:func:`registry`); it never imports a named paper. A notebook without settings (the scoreboard) gets
 :class:`NoSettings`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,12 +45,21 @@ from ._validate import ParameterError, in_range, one_of, positive_int
 from ._validate import is_bool as _is_bool
 
 PROFILES: dict[str, dict[str, Any]] = {
-    "smoke": {"description": "CI: seconds per notebook, tiny models; proves the pipeline only",
-              "budget_min": 1, "target": "any machine"},
-    "cpu": {"description": "a laptop: <= 30 min per notebook on 2 cores; meaningful trends",
-            "budget_min": 30, "target": "2 CPU cores"},
-    "gpu": {"description": "one H100-class GPU: <= 30 min per notebook (predicted by maelab.cost); closest to the "
-                           "papers", "budget_min": 30, "target": "1 GPU"},
+    "smoke": {
+        "description": "CI: seconds per notebook, tiny models; proves the pipeline only",
+        "budget_min": 1,
+        "target": "any machine",
+    },
+    "cpu": {
+        "description": "a laptop: <= 30 min per notebook on 2 cores; meaningful trends",
+        "budget_min": 30,
+        "target": "2 CPU cores",
+    },
+    "gpu": {
+        "description": "one H100-class GPU: <= 30 min per notebook (predicted by maelab.cost); closest to the papers",
+        "budget_min": 30,
+        "target": "1 GPU",
+    },
 }
 PROFILE_NAMES = tuple(PROFILES)
 CORE_PARAMS = ("profile", "seed", "device", "recompute", "progress")
@@ -98,8 +108,9 @@ def is_int(minimum: int = 1) -> Check:
     return lambda name, v: positive_int(name, v, minimum=minimum)
 
 
-def is_number(low: float | None = None, high: float | None = None, *, low_open: bool = False,
-              high_open: bool = False) -> Check:
+def is_number(
+    low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False
+) -> Check:
     """A finite number in the stated interval (ints accepted; the value is stored as given)."""
     return lambda name, v: in_range(name, v, low, high, low_open=low_open, high_open=high_open)
 
@@ -122,6 +133,7 @@ def is_str() -> Check:
         if not isinstance(v, str) or not v:
             raise ParameterError(name, "a non-empty string", v)
         return v
+
     return check
 
 
@@ -144,6 +156,7 @@ def is_list(item: Check, *, min_len: int = 1, increasing: bool = False, why: str
         if increasing and any(not a < b for a, b in zip(v, v[1:])):
             raise ParameterError(name, "a strictly increasing list", v)
         return tuple(v)
+
     return check
 
 
@@ -154,6 +167,7 @@ def is_mapping() -> Check:
         if not isinstance(v, Mapping) or not all(isinstance(k, str) for k in v):
             raise ParameterError(name, "a dict with string keys", v)
         return v
+
     return check
 
 
@@ -170,6 +184,7 @@ def per_key(item: Check, keys: tuple[str, ...] = ()) -> Check:
                 item(f"{name}[{k!r}]", x)
             return v
         return item(name, v)
+
     return check
 
 
@@ -253,8 +268,9 @@ def notebook_settings(cls: type) -> type:
     names = [f.name for f in dataclasses.fields(cls)]
     for f in dataclasses.fields(cls):
         if "doc" not in f.metadata:
-            raise ParameterError(f"{cls.__name__}.{f.name}", "declared with maelab.profiles.setting(default, doc)",
-                                 f.default)
+            raise ParameterError(
+                f"{cls.__name__}.{f.name}", "declared with maelab.profiles.setting(default, doc)", f.default
+            )
     for attr in ("SMOKE", "GPU"):
         for key in getattr(cls, attr):
             if key not in names:
@@ -290,10 +306,12 @@ def registry() -> dict[str, type]:
             for nb, klass in notebooks.items():
                 if nb in found:
                     raise ParameterError("notebook", f"declared by one paper package only ({name} repeats it)", nb)
-                if not (isinstance(klass, type) and issubclass(klass, NotebookSettings)
-                        and dataclasses.is_dataclass(klass)):
-                    raise ParameterError(f"{name}.NOTEBOOKS[{nb!r}]", "a class decorated with @notebook_settings",
-                                         klass)
+                if not (
+                    isinstance(klass, type) and issubclass(klass, NotebookSettings) and dataclasses.is_dataclass(klass)
+                ):
+                    raise ParameterError(
+                        f"{name}.NOTEBOOKS[{nb!r}]", "a class decorated with @notebook_settings", klass
+                    )
                 found[nb] = klass
         _REGISTRY = found
     return _REGISTRY

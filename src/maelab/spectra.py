@@ -19,6 +19,7 @@ notebook. Shifts are circular (the DFT's time-shift property), so pulses may wra
 2-D: for p x p squares on the patch grid, the mask's DFT factorises along each axis, so it is zero wherever
 ``k_x`` or ``k_y`` is a non-zero multiple of ``D/p`` -- the "grating" of Fig. 22.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -38,6 +38,7 @@ Guarantees (tested in ``tests/test_store.py`` and ``tests/test_faults.py``):
 Root: ``$MAELAB_RESULTS_DIR`` if set, else ``<repo>/data/results`` -- except for the ``smoke`` profile, whose
 results go to ``<repo>/.cache/results-smoke`` (gitignored): smoke runs never write into ``data/results``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,9 +57,10 @@ import sys
 import tempfile
 import time
 import zipfile
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -153,12 +155,19 @@ def _sha256_file(path: Path) -> str:
 def git_state(root: Path | None = None) -> dict:
     root = root or repo_root()
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                timeout=10).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
         # stored results themselves do not make the code dirty
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                     ":(exclude)data/results"], cwd=root, capture_output=True, text=True,
-                                    timeout=10).stdout.strip())
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)data/results"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+        )
     except (OSError, subprocess.SubprocessError):
         commit, dirty = "", False
     return {"commit": commit or "unknown", "dirty": dirty}
@@ -167,8 +176,18 @@ def git_state(root: Path | None = None) -> dict:
 def package_versions() -> dict:
     from importlib import metadata
 
-    names = ["maelab", "torch", "torchvision", "timm", "numpy", "scipy", "scikit-learn", "scikit-image", "piq",
-             "pandas"]
+    names = [
+        "maelab",
+        "torch",
+        "torchvision",
+        "timm",
+        "numpy",
+        "scipy",
+        "scikit-learn",
+        "scikit-image",
+        "piq",
+        "pandas",
+    ]
     out = {"python": platform.python_version()}
     for n in names:
         try:
@@ -211,8 +230,10 @@ class Result:
         p = self.provenance
         commit = p.get("git", {}).get("commit", "unknown")[:10]
         dirty = "+dirty" if p.get("git", {}).get("dirty") else ""
-        return (f"profile {p.get('profile')} · {p.get('device')} · commit {commit}{dirty} · seeds "
-                f"{p.get('seeds')} · {p.get('wall_time_s', 0):.1f} s · {p.get('timestamp', '')[:19]}")
+        return (
+            f"profile {p.get('profile')} · {p.get('device')} · commit {commit}{dirty} · seeds "
+            f"{p.get('seeds')} · {p.get('wall_time_s', 0):.1f} s · {p.get('timestamp', '')[:19]}"
+        )
 
 
 def record_path(root: str | os.PathLike, notebook: str, name: str, profile: str) -> Path:
@@ -305,9 +326,11 @@ def _read_once(json_path: Path) -> tuple[dict, dict]:
         raise RecordError(f"{json_path}: not a maelab record")
     schema = record.get("schema")
     if schema is None:
-        raise OldSchemaError(f"{json_path}: old record format (schema {record['provenance'].get('schema')}, "
-                             f"no record checksum); check it, then run `python -m maelab.store migrate "
-                             f"{json_path.parent.parent}`")
+        raise OldSchemaError(
+            f"{json_path}: old record format (schema {record['provenance'].get('schema')}, "
+            f"no record checksum); check it, then run `python -m maelab.store migrate "
+            f"{json_path.parent.parent}`"
+        )
     if schema != SCHEMA:
         raise RecordError(f"{json_path}: record format {schema!r} is not {SCHEMA} (written by another maelab)")
     if record.get("sha256") != record_checksum(record):
@@ -373,12 +396,16 @@ def check_writable(folder: Path) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        raise StoreError(f"results folder {folder} is not writable ({e.strerror or e}); nothing was computed: "
-                         "fix its permissions or set MAELAB_RESULTS_DIR") from None
+        raise StoreError(
+            f"results folder {folder} is not writable ({e.strerror or e}); nothing was computed: "
+            "fix its permissions or set MAELAB_RESULTS_DIR"
+        ) from None
     free = shutil.disk_usage(folder).free
     if free < MIN_FREE_BYTES:
-        raise StoreError(f"results folder {folder} has only {free >> 20} MiB free (at least {MIN_FREE_BYTES >> 20} "
-                         "MiB needed); nothing was computed")
+        raise StoreError(
+            f"results folder {folder} has only {free >> 20} MiB free (at least {MIN_FREE_BYTES >> 20} "
+            "MiB needed); nothing was computed"
+        )
 
 
 @contextlib.contextmanager
@@ -432,11 +459,17 @@ def _publish(json_path: Path, plain: dict, frames: dict, arrays: dict, provenanc
             fname = f"{stem}.{digest[:12]}.npz"
             _write_side(tmpdir, fname, b)
             arrays_meta, sides = {"file": fname, "keys": sorted(arrays), "sha256": digest}, sides + [fname]
-        record = {"schema": SCHEMA, "provenance": provenance, "data": plain, "frames": frames_meta,
-                  "arrays": arrays_meta}
+        record = {
+            "schema": SCHEMA,
+            "provenance": provenance,
+            "data": plain,
+            "frames": frames_meta,
+            "arrays": arrays_meta,
+        }
         record["sha256"] = record_checksum(record)
-        _write_side(tmpdir, json_path.name, (json.dumps(record, indent=1, sort_keys=True, allow_nan=False)
-                                             + "\n").encode())
+        _write_side(
+            tmpdir, json_path.name, (json.dumps(record, indent=1, sort_keys=True, allow_nan=False) + "\n").encode()
+        )
         got = _read(tmpdir / json_path.name)  # verify what is on disk before anyone can see it
         _fault("before-publish")
         for fname in sides:
@@ -463,8 +496,16 @@ def _cleanup(folder: Path, stem: str, keep: set[str] | None) -> None:
                 p.unlink()
 
 
-def _provenance(notebook: str, name: str, profile: str, config: dict, seeds: Any, device: Any,
-                wall: float, datasets: dict | None = None) -> dict:
+def _provenance(
+    notebook: str,
+    name: str,
+    profile: str,
+    config: dict,
+    seeds: Any,
+    device: Any,
+    wall: float,
+    datasets: dict | None = None,
+) -> dict:
     if isinstance(seeds, int):
         seeds = [seeds]
     return {
@@ -479,7 +520,7 @@ def _provenance(notebook: str, name: str, profile: str, config: dict, seeds: Any
         "device": device_description(device),
         "seeds": list(seeds) if seeds is not None else None,
         "wall_time_s": round(wall, 3),
-        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "datasets": dict(sorted((datasets or {}).items())),  # {name: SHA-256} of the hashed datasets fn loaded
     }
 
@@ -491,8 +532,18 @@ def _check_names(name: str, notebook: str, profile: str) -> None:
     one_of("profile", profile, PROFILE_ORDER)
 
 
-def save(name: str, config: dict, data: dict, *, notebook: str, profile: str, seeds: list[int] | int | None = None,
-         device: Any = None, root: str | os.PathLike | None = None, wall_time_s: float = 0.0) -> Result:
+def save(
+    name: str,
+    config: dict,
+    data: dict,
+    *,
+    notebook: str,
+    profile: str,
+    seeds: list[int] | int | None = None,
+    device: Any = None,
+    root: str | os.PathLike | None = None,
+    wall_time_s: float = 0.0,
+) -> Result:
     """Store ``data`` as record (notebook, name, profile) unconditionally (checked, locked, all or nothing)."""
     _check_names(name, notebook, profile)
     root = Path(root) if root is not None else results_root(profile)
@@ -551,11 +602,22 @@ def _no_compute(name: str, config: dict, h: str, notebook: str, profile: str, js
     stored = got[1].get("config_hash") if got else None
     if mode == "record" and got is not None and os.environ.get("MAELAB_NO_COMPUTE_LOG"):
         with open(os.environ["MAELAB_NO_COMPUTE_LOG"], "a") as f:
-            f.write(json.dumps({"notebook": notebook, "name": name, "profile": profile, "path": str(json_path),
-                                "config": _canonical(config), "config_hash": h, "stored_hash": stored}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "notebook": notebook,
+                        "name": name,
+                        "profile": profile,
+                        "path": str(json_path),
+                        "config": _canonical(config),
+                        "config_hash": h,
+                        "stored_hash": stored,
+                    }
+                )
+                + "\n"
+            )
         return Result(name, got[0], {**got[1], "config": _canonical(config), "config_hash": h}, True, json_path)
-    raise StoreMiss(f"{notebook}/{name}.{profile}: no stored result with config hash {h} "
-                    f"(stored: {stored})")
+    raise StoreMiss(f"{notebook}/{name}.{profile}: no stored result with config hash {h} (stored: {stored})")
 
 
 def _log_stderr(line: str) -> None:
@@ -563,9 +625,19 @@ def _log_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def load_or_compute(name: str, config: dict, fn: Callable[[], dict], *, notebook: str, profile: str,
-                    seeds: list[int] | int | None = None, device: Any = None, recompute: bool = False,
-                    root: str | os.PathLike | None = None, log: Callable[[str], None] | None = _log_stderr) -> Result:
+def load_or_compute(
+    name: str,
+    config: dict,
+    fn: Callable[[], dict],
+    *,
+    notebook: str,
+    profile: str,
+    seeds: list[int] | int | None = None,
+    device: Any = None,
+    recompute: bool = False,
+    root: str | os.PathLike | None = None,
+    log: Callable[[str], None] | None = _log_stderr,
+) -> Result:
     """Return the stored result for (notebook, name, profile) if its config matches, else compute and store it.
 
     Args:
@@ -628,8 +700,11 @@ def stored_profiles(notebook: str, root: Path | None = None) -> list[str]:
     """Profiles with at least one stored record for ``notebook`` under the committed root, best first."""
     root = Path(root) if root is not None else results_root()
     folder = root / notebook
-    found = ({p.name.split(".")[-2] for p in folder.glob("*.json") if not p.name.startswith(".")}
-             if folder.exists() else set())
+    found = (
+        {p.name.split(".")[-2] for p in folder.glob("*.json") if not p.name.startswith(".")}
+        if folder.exists()
+        else set()
+    )
     return [p for p in PROFILE_ORDER if p in found]
 
 
@@ -709,8 +784,10 @@ def check(root: str | os.PathLike, log: Callable[[str], None] = print) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m maelab.store", description="maintain a maelab results folder")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for cmd, text in (("migrate", "upgrade old records in place (adds checksums; values untouched)"),
-                      ("check", "verify every record and list stray files")):
+    for cmd, text in (
+        ("migrate", "upgrade old records in place (adds checksums; values untouched)"),
+        ("check", "verify every record and list stray files"),
+    ):
         p = sub.add_parser(cmd, help=text)
         p.add_argument("root", nargs="?", type=Path, default=None, help="results root (default data/results)")
     a = ap.parse_args(argv)

@@ -1,5 +1,6 @@
 """Tests for maelab.papers.bisulco2025.locality: linear AE = PCA projector (numpy SVD), the linear-MAE weights as
 the closed-form product, central pixels, and spreads and profiles on hand examples."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,7 +66,7 @@ def test_spreads_on_hand_examples():
 def test_profiles_by_hand():
     m = np.zeros((5, 5))
     m[2, 2] = 4.0
-    m[2, 3] = 2.0          # bin 1 = round(distance) = 1: 4 pixels at distance 1 and 4 at sqrt(2)
+    m[2, 3] = 2.0  # bin 1 = round(distance) = 1: 4 pixels at distance 1 and 4 at sqrt(2)
     p = J.binned_profile(m, (2, 2), 2)
     np.testing.assert_allclose(p[:2], [4.0, 2.0 / 8])
     # restricting to some pixels averages over those only

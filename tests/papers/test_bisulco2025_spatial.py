@@ -1,6 +1,7 @@
 """Tests for maelab.papers.bisulco2025.spatial: torus centring against brute-force minimum-image distances, decay
 length and mass radius on maps with a known answer, and the translation average against explicit augmentation with
 all shifts."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +18,7 @@ def circulant(L, kernel):
 
 
 def test_torus_distance_by_hand():
-    assert spatial.torus_distance((8, 8), 0, 7) == 1.0          # (0,0)-(0,7) wraps
+    assert spatial.torus_distance((8, 8), 0, 7) == 1.0  # (0,0)-(0,7) wraps
     assert spatial.torus_distance((8, 8), 0, 7 * 8 + 7) == pytest.approx(np.sqrt(2))
     assert spatial.torus_distance((8, 6), 0, 3 * 6 + 3) == pytest.approx(np.hypot(3, 3))
     assert spatial.torus_distance((5, 5), 0, 2 * 5 + 3) == pytest.approx(np.hypot(2, 2))
@@ -89,13 +90,16 @@ def test_translation_average_equals_explicit_augmentation():
     np.testing.assert_allclose(Z2.T @ Z2 / (L * L), S_aug, atol=1e-10)
 
 
-@pytest.mark.parametrize("call, param", [
-    (lambda: spatial.spatial_scale(np.eye(16), (4, 5)), "W"),
-    (lambda: spatial.spatial_scale(np.eye(16), (4,)), "shape"),
-    (lambda: spatial.spatial_scale(np.eye(16), (4, 4), q=0.0), "q"),
-    (lambda: spatial.centred_fields(np.eye(16), (4, 4), [16]), "outputs"),
-    (lambda: spatial.translation_averaged_data(np.ones((3, 15)), (4, 4)), "X"),
-])
+@pytest.mark.parametrize(
+    "call, param",
+    [
+        (lambda: spatial.spatial_scale(np.eye(16), (4, 5)), "W"),
+        (lambda: spatial.spatial_scale(np.eye(16), (4,)), "shape"),
+        (lambda: spatial.spatial_scale(np.eye(16), (4, 4), q=0.0), "q"),
+        (lambda: spatial.centred_fields(np.eye(16), (4, 4), [16]), "outputs"),
+        (lambda: spatial.translation_averaged_data(np.ones((3, 15)), (4, 4)), "X"),
+    ],
+)
 def test_bad_inputs(call, param):
     with pytest.raises(ParameterError) as err:
         call()

@@ -1,12 +1,14 @@
 """maelab.papers.bisulco2025.sweeps: step cost (FLOPs vs closed form), per-layer features, CKA matrices, snapshot
 probes."""
+
 import numpy as np
 import pytest
 import torch
 
-from maelab import experiments as E, masking
-from maelab.papers.bisulco2025 import sweeps
+from maelab import experiments as E
+from maelab import masking
 from maelab._validate import ParameterError
+from maelab.papers.bisulco2025 import sweeps
 
 
 def _spec(**kw):
@@ -30,12 +32,23 @@ def test_flops_per_encoder_and_decoder_block_match_closed_form(ratio):
     n, d = 4, 64
     L = (32 // 4) ** 2
     keep = masking.num_keep(L, ratio)
-    c = {k: sweeps.step_cost(_spec(mask_ratio=ratio, over=dict(depth=k, decoder_depth=1)), batch_size=n, reps=1,
-                             warmup=0)["flops"] for k in (1, 2, 4)}
+    c = {
+        k: sweeps.step_cost(
+            _spec(mask_ratio=ratio, over=dict(depth=k, decoder_depth=1)), batch_size=n, reps=1, warmup=0
+        )["flops"]
+        for k in (1, 2, 4)
+    }
     assert c[2] - c[1] == _block_flops(n, 1 + keep, d)
     assert c[4] - c[2] == 2 * _block_flops(n, 1 + keep, d)
-    dec = {k: sweeps.step_cost(_spec(mask_ratio=ratio, over=dict(depth=1, decoder_depth=k, decoder_embed_dim=32)),
-                               batch_size=n, reps=1, warmup=0)["flops"] for k in (1, 3)}
+    dec = {
+        k: sweeps.step_cost(
+            _spec(mask_ratio=ratio, over=dict(depth=1, decoder_depth=k, decoder_embed_dim=32)),
+            batch_size=n,
+            reps=1,
+            warmup=0,
+        )["flops"]
+        for k in (1, 3)
+    }
     assert dec[3] - dec[1] == 2 * _block_flops(n, 1 + L, 32)
 
 
@@ -72,8 +85,10 @@ def _cka_hsic(x: np.ndarray, y: np.ndarray) -> float:
 def test_cka_matrix_matches_gram_formula_and_is_one_on_the_diagonal():
     rng = np.random.default_rng(0)
     a = [torch.from_numpy(rng.normal(size=(30, d))) for d in (5, 8)]
-    b = [a[0] @ torch.from_numpy(np.linalg.qr(rng.normal(size=(5, 5)))[0]) * 3.0,
-         torch.from_numpy(rng.normal(size=(30, 4)))]
+    b = [
+        a[0] @ torch.from_numpy(np.linalg.qr(rng.normal(size=(5, 5)))[0]) * 3.0,
+        torch.from_numpy(rng.normal(size=(30, 4))),
+    ]
     m = sweeps.cka_matrix(a, b)
     assert m.shape == (2, 2)
     assert m[0, 0] == pytest.approx(1.0, abs=1e-10)  # orthogonal transform + isotropic scaling

@@ -1,5 +1,6 @@
 """Tests for maelab.papers.bisulco2025.taylor: Lemma 6 by hand and by Monte Carlo, the tanh autoencoder's Jacobian
 against finite differences, Lemmas 4-5 exact for a nearly linear f, and Lemma 5's trace term by hand."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +46,8 @@ def test_tanh_autoencoder_jacobian_finite_differences():
     J = f.jacobian(x)
     eps = 1e-6
     for i in range(6):
-        e = np.zeros(6); e[i] = eps
+        e = np.zeros(6)
+        e[i] = eps
         np.testing.assert_allclose((f(x + e) - f(x - e)) / (2 * eps), J[:, :, i], atol=1e-7)
     np.testing.assert_allclose(f.jacobian(np.zeros((1, 6)))[0], (A @ B).T, atol=1e-12)  # grad f(0)^T = A B
     assert np.allclose(f(np.zeros((1, 6))), 0.0)

@@ -1,5 +1,6 @@
 """Decoder analyses (Fig. 3, Thm. 5.1 on models, Lemma 6.1) on tiny randomly initialised MAEs, and the attention
 normalisation / scaled-skip model options."""
+
 import math
 
 import pytest
@@ -35,7 +36,7 @@ def test_layer_changes_match_metrics_relative_change():
     ch = D.layer_changes(model, imgs, generator=torch.Generator().manual_seed(2))
     assert ch["encoder"].shape == (2, 3) and ch["decoder"].shape == (2, 3)
     ro = D.layer_readouts(model, imgs, generator=torch.Generator().manual_seed(2))
-    ref = metrics.relative_layer_change(ro["decoder_states"])   # same token count per image: mean of means
+    ref = metrics.relative_layer_change(ro["decoder_states"])  # same token count per image: mean of means
     assert torch.allclose(ch["decoder"].mean(1), ref, atol=1e-12)
 
 

@@ -1,5 +1,6 @@
 """Theorem 5.1 (a) kernels: hand-computed cases, an independent dense softmax attention, closed forms and
 convergence orders against a high-resolution reference."""
+
 import math
 
 import numpy as np
@@ -33,7 +34,7 @@ def test_softmax_matches_dense_attention():
     v = K.feature_map("smooth", n, d=d, seed=3)
     x = (np.arange(n) + 0.5) / n
     pts = torch.tensor(np.stack(np.meshgrid(x, x, indexing="ij"), -1).reshape(-1, 2))
-    logits = -torch.cdist(pts, pts) ** 2 / (2 * w * w)
+    logits = -(torch.cdist(pts, pts) ** 2) / (2 * w * w)
     dense = torch.softmax(logits, dim=-1) @ torch.tensor(v.reshape(-1, d))
     ours = K.apply_attention(v, K.attention_1d(n, w, "continuum", "gaussian"))
     assert np.allclose(ours.reshape(-1, d), dense.numpy(), rtol=0, atol=1e-13)
@@ -50,8 +51,8 @@ def test_ramp_symmetric_interior_and_boundary_by_hand():
     out = K.apply_attention(v, K.attention_1d(n, 1.0, "grid"))
     delta = (out - v)[:, :, 0]
     c = n // 2
-    assert abs(delta[c, c]) < 1e-15                # exactly symmetric neighbourhood
-    assert np.abs(delta[10:31]).max() < 1e-15       # > 10 widths from the boundary: tails below 1e-21
+    assert abs(delta[c, c]) < 1e-15  # exactly symmetric neighbourhood
+    assert np.abs(delta[10:31]).max() < 1e-15  # > 10 widths from the boundary: tails below 1e-21
     # n = 3, first point x = 1/6: softmax weights 1, e^-1/2, e^-2 at x = 1/6, 1/2, 5/6
     w = np.array([1.0, math.exp(-0.5), math.exp(-2.0)])
     want = (w @ np.array([1 / 6, 1 / 2, 5 / 6])) / w.sum() - 1 / 6
@@ -78,7 +79,7 @@ def test_convergence_order_against_high_resolution_reference():
     errs = []
     for n in (27, 81):
         step = ref_n // n  # cell centres of n nest in those of 3^k n at offset step // 2
-        sub = ref[step // 2::step, step // 2::step]
+        sub = ref[step // 2 :: step, step // 2 :: step]
         out = K.apply_attention(K.feature_map("smooth", n, seed=1), K.attention_1d(n, w, "continuum"))
         errs.append(np.abs(out - sub).max())
     assert 7.0 < errs[0] / errs[1] < 11.0
@@ -107,11 +108,11 @@ def test_norms_by_hand():
 def test_rates_follow_the_kernel_scaling():
     ns = [16, 32, 64, 128]
     grid = K.rate_study(ns, n_maps=3, scaling="grid", width=1.0)
-    assert grid["rate"]["sup"][0] == pytest.approx(-1.0, abs=0.15)       # boundary layer: 1/n
+    assert grid["rate"]["sup"][0] == pytest.approx(-1.0, abs=0.15)  # boundary layer: 1/n
     assert grid["rate"]["l2_interior"][0] == pytest.approx(-2.0, abs=0.15)  # symmetric interior: 1/n^2
     assert grid["rate"]["l2"][2] < -1.0
     cont = K.rate_study(ns, n_maps=3, scaling="continuum", width=0.1)
-    assert abs(cont["rate"]["l2"][0]) < 0.1                                # converges to a fixed smoothing
+    assert abs(cont["rate"]["l2"][0]) < 0.1  # converges to a fixed smoothing
     unnorm = K.rate_study(ns, n_maps=3, scaling="grid", width=1.0, normalisation="none")
     assert abs(unnorm["rate"]["l2"][0]) < 0.1
 

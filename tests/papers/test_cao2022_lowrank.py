@@ -1,5 +1,6 @@
 """Proposition 3.1: exact low-rank matrices, selections, block CUR, non-uniqueness and the existence construction,
 on hand-checkable small cases."""
+
 import numpy as np
 import pytest
 
@@ -27,7 +28,7 @@ def test_block_cur_by_hand_rank_one():
     assert known.all()
     assert np.allclose(rec, img, atol=1e-13)
     # the path formula by hand for patch (1, 0)
-    u = lambda i, j: img[2 * i:2 * i + 2, 2 * j:2 * j + 2]
+    u = lambda i, j: img[2 * i : 2 * i + 2, 2 * j : 2 * j + 2]
     assert np.allclose(rec[2:, :2], u(1, 1) @ np.linalg.pinv(u(0, 1)) @ u(0, 0), atol=1e-13)
 
 

@@ -1,4 +1,5 @@
 """Cao settings follow the engine's conventions; degenerate values that would make a claim vacuous are rejected."""
+
 import pytest
 
 from maelab import book, profiles
@@ -24,24 +25,27 @@ def test_misspelt_setting_fails_in_one_line():
     assert msg.startswith("n_map must be a setting of CaoTheorySettings (") and "n_maps" in msg and "\n" not in msg
 
 
-@pytest.mark.parametrize("params, start", [
-    ({"ns": [16, 32]}, "ns must be a list of at least 3 items (the rate is a log-log fit over n)"),
-    ({"ns": [32, 16, 64]}, "ns must be a strictly increasing list"),
-    # one map: no error bar on the rate, the criterion's "mean + 2 s.e." would be the mean alone
-    ({"n_maps": 1}, "n_maps must be an integer >= 2; got 1"),
-    ({"kernel": "box"}, "kernel must be one of 'gaussian', 'laplace'; got 'box'"),
-    ({"width_grid": 0.0}, "width_grid must be a number in (0.0, inf]; got 0.0"),
-    # no beta = 0: nothing to compare the second kind with; only beta = 0: no second kind
-    ({"tik_betas": [0.01, 0.1]}, "tik_betas must be a list starting at 0.0"),
-    ({"tik_betas": [0.0]}, "tik_betas must be a list of at least 2 items"),
-    ({"tik_ns": [32]}, "tik_ns must be a list of at least 2 items (the ill-posedness claim is a trend over n)"),
-    ({"tik_ns_2d": [8, 96]}, "tik_ns_2d must be sides <= 64"),
-    ({"tik_seeds": 1}, "tik_seeds must be an integer >= 2; got 1"),
-    ({"claim_beta": 0.0}, "claim_beta must be a number in (0.0, inf]; got 0.0"),
-    ({"lr_patch_sides": [16]}, "lr_patch_sides must be a smallest side N_c with lr_n * N_c <= 64"),
-    ({"lr_patch_sides": [4], "lr_ranks": [4, 8]}, "lr_ranks must be a rank r with 2 r <= some N_c"),
-    ({"lr_images": 1}, "lr_images must be an integer >= 2; got 1"),
-])
+@pytest.mark.parametrize(
+    "params, start",
+    [
+        ({"ns": [16, 32]}, "ns must be a list of at least 3 items (the rate is a log-log fit over n)"),
+        ({"ns": [32, 16, 64]}, "ns must be a strictly increasing list"),
+        # one map: no error bar on the rate, the criterion's "mean + 2 s.e." would be the mean alone
+        ({"n_maps": 1}, "n_maps must be an integer >= 2; got 1"),
+        ({"kernel": "box"}, "kernel must be one of 'gaussian', 'laplace'; got 'box'"),
+        ({"width_grid": 0.0}, "width_grid must be a number in (0.0, inf]; got 0.0"),
+        # no beta = 0: nothing to compare the second kind with; only beta = 0: no second kind
+        ({"tik_betas": [0.01, 0.1]}, "tik_betas must be a list starting at 0.0"),
+        ({"tik_betas": [0.0]}, "tik_betas must be a list of at least 2 items"),
+        ({"tik_ns": [32]}, "tik_ns must be a list of at least 2 items (the ill-posedness claim is a trend over n)"),
+        ({"tik_ns_2d": [8, 96]}, "tik_ns_2d must be sides <= 64"),
+        ({"tik_seeds": 1}, "tik_seeds must be an integer >= 2; got 1"),
+        ({"claim_beta": 0.0}, "claim_beta must be a number in (0.0, inf]; got 0.0"),
+        ({"lr_patch_sides": [16]}, "lr_patch_sides must be a smallest side N_c with lr_n * N_c <= 64"),
+        ({"lr_patch_sides": [4], "lr_ranks": [4, 8]}, "lr_ranks must be a rank r with 2 r <= some N_c"),
+        ({"lr_images": 1}, "lr_images must be an integer >= 2; got 1"),
+    ],
+)
 def test_degenerate_settings_are_rejected(params, start):
     with pytest.raises(ParameterError) as e:
         book.setup("cao_theory", profile="cpu", **params)

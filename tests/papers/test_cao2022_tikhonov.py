@@ -1,5 +1,6 @@
 """Theorem 5.2: first- vs second-kind equations with a discretised attention kernel (hand cases, hand bounds,
 SVD formula against Monte Carlo)."""
+
 import math
 
 import numpy as np
@@ -42,8 +43,10 @@ def test_first_kind_condition_grows_with_n_for_a_smoothing_kernel():
     conds = [T.conditioning(*T.attention_operator(n, 0.1, "continuum"), 0.0)["cond_2"] for n in (6, 9, 12, 16, 20)]
     assert all(b > 2 * a for a, b in zip(conds[:-1], conds[1:]))
     # while the second kind stays below its bound at every n
-    assert all(T.conditioning(*T.attention_operator(n, 0.1, "continuum"), 0.05)["cond_alpha"] <= 21.0 + 1e-9
-               for n in (6, 20, 60))
+    assert all(
+        T.conditioning(*T.attention_operator(n, 0.1, "continuum"), 0.05)["cond_alpha"] <= 21.0 + 1e-9
+        for n in (6, 20, 60)
+    )
 
 
 def test_noise_error_matches_svd_formula():
@@ -62,7 +65,7 @@ def test_recovery_splits_bias_and_noise():
     u = np.sin(np.linspace(0, 3, 20))
     r0 = T.recovery(a, u, 0.0, 0.0)
     assert r0["bias"] < 1e-8 and r0["noise"] == 0.0
-    big = T.recovery(a, u, 1e6, 0.0)   # (beta I + A)^-1 A u -> 0: the relative bias tends to 1
+    big = T.recovery(a, u, 1e6, 0.0)  # (beta I + A)^-1 A u -> 0: the relative bias tends to 1
     assert big["bias"] == pytest.approx(1.0, abs=1e-5)
 
 

@@ -1,4 +1,5 @@
 """Theorem 2 in the linear-Gaussian hierarchy: exact canonical correlations, violations, sampled estimates."""
+
 import numpy as np
 import pytest
 import torch
@@ -74,7 +75,7 @@ def test_encoder_width_violations():
     vis = th.figure4_masks()["low"]  # d_c = 6
     small = lg.theorem2_check(model, vis, k=4)
     np.testing.assert_allclose(small["cc_c"], 1.0, atol=1e-8)  # still a function of c ...
-    assert abs(small["frac_c_recovered"] - 4 / 6) < 1e-8       # ... but only 4 of c's 6 directions
+    assert abs(small["frac_c_recovered"] - 4 / 6) < 1e-8  # ... but only 4 of c's 6 directions
     big = lg.theorem2_check(model, vis, k=8)
     fit = lg.optimal_encoder(model, vis, 8)
     assert np.abs(fit.A[6:]).max() < 1e-8 * np.abs(fit.A[:6]).max()  # the extra outputs are identically 0
@@ -95,8 +96,9 @@ def test_non_invertible_masked_leaf_loses_part_of_c():
     fit = lg.optimal_encoder(model, {"x2"}, 1)
     l_hat = fit.A @ model.stack(["x2"])
     l_r1 = model.loadings["r"][:1]
-    np.testing.assert_allclose(lg.canonical_correlations(l_hat @ l_hat.T, l_r1 @ l_r1.T, l_hat @ l_r1.T), [1.0],
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        lg.canonical_correlations(l_hat @ l_hat.T, l_r1 @ l_r1.T, l_hat @ l_r1.T), [1.0], atol=1e-8
+    )
 
 
 def test_sampled_encoder_converges_and_is_seeded():

@@ -1,4 +1,5 @@
 """Fig. 5 utilities: norm-pix de-normalisation with each patch's own statistics, piq scores on tiny tensors."""
+
 import pytest
 import torch
 

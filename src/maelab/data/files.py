@@ -18,6 +18,7 @@ reads; classes sorted by name, as ``torchvision.datasets.ImageFolder``). If ``da
 converted to RGB (or grey with ``channels=1``), the shorter side is resized to ``size`` (PIL bilinear with
 antialiasing) and the centre ``size`` x ``size`` square is cropped, which is the standard evaluation transform.
 """
+
 from __future__ import annotations
 
 import io
@@ -96,8 +97,12 @@ def _refuse_objects(obj, path, what, depth=0):
 
 
 def _missing_root(hint: str) -> ParameterError:
-    return ParameterError("data_root", f"the folder holding {hint} (this dataset is never downloaded here; "
-                                       f"put the files there and pass data_root=...)", None)
+    return ParameterError(
+        "data_root",
+        f"the folder holding {hint} (this dataset is never downloaded here; "
+        f"put the files there and pass data_root=...)",
+        None,
+    )
 
 
 def _key(d: dict, key: str):
@@ -111,16 +116,20 @@ def load_cifar10(split: str, n: int | None, seed: int, options: dict, progress: 
     o = check_options("cifar10", options, CIFAR_OPTIONS)
     size, channels = check_size(o["size"]), check_channels(o["channels"])
     if o["data_root"] is None:
-        raise _missing_root("cifar-10-batches-py/ (data_batch_1..5, test_batch) from "
-                            "https://www.cs.toronto.edu/~kriz/cifar.html")
+        raise _missing_root(
+            "cifar-10-batches-py/ (data_batch_1..5, test_batch) from https://www.cs.toronto.edu/~kriz/cifar.html"
+        )
     root = Path(o["data_root"]).expanduser()
     folder = root / "cifar-10-batches-py" if (root / "cifar-10-batches-py").is_dir() else root
     files = [folder / f for f in CIFAR_FILES[split]]
     for f in files:
         if not f.is_file():
-            raise ParameterError("data_root", f"a folder containing cifar-10-batches-py/{f.name} "
-                                              "(CIFAR-10 is never downloaded here; put the python-version files there)",
-                                 str(root))
+            raise ParameterError(
+                "data_root",
+                f"a folder containing cifar-10-batches-py/{f.name} "
+                "(CIFAR-10 is never downloaded here; put the python-version files there)",
+                str(root),
+            )
     datas, labels = [], []
     for f in files:
         batch = safe_pickle_load(f, "CIFAR-10 batch file")
@@ -134,8 +143,11 @@ def load_cifar10(split: str, n: int | None, seed: int, options: dict, progress: 
             if y.size and (y.min() < 0 or y.max() > 9):
                 raise ValueError("labels outside 0..9")
         except (KeyError, TypeError, ValueError) as exc:
-            raise ParameterError("CIFAR-10 batch file", f"a dict with uint8 data (N, 3072) and N labels in 0..9 "
-                                                        f"({type(exc).__name__}: {exc})", str(f)) from None
+            raise ParameterError(
+                "CIFAR-10 batch file",
+                f"a dict with uint8 data (N, 3072) and N labels in 0..9 ({type(exc).__name__}: {exc})",
+                str(f),
+            ) from None
         datas.append(x)
         labels.append(y)
     x, y = np.concatenate(datas), np.concatenate(labels)
@@ -148,14 +160,24 @@ def load_cifar10(split: str, n: int | None, seed: int, options: dict, progress: 
     meta_file = folder / "batches.meta"
     if meta_file.is_file():
         try:
-            classes = [c.decode() if isinstance(c, bytes) else str(c)
-                       for c in _key(safe_pickle_load(meta_file, "CIFAR-10 batches.meta"), "label_names")]
+            classes = [
+                c.decode() if isinstance(c, bytes) else str(c)
+                for c in _key(safe_pickle_load(meta_file, "CIFAR-10 batches.meta"), "label_names")
+            ]
         except (KeyError, TypeError):  # an unexpected but safe meta file: keep the standard class names
             classes = list(CIFAR_CLASSES)
-    meta = {"split": split, "seed": seed, "n": len(keep), "options": {"data_root": str(root), "size": size,
-                                                                      "channels": channels},
-            "num_classes": 10, "classes": classes, "files": [str(f) for f in files], "indices": keep.tolist(),
-            "source": "CIFAR-10 python version (Krizhevsky 2009), read from local files", "value_range": (0.0, 1.0)}
+    meta = {
+        "split": split,
+        "seed": seed,
+        "n": len(keep),
+        "options": {"data_root": str(root), "size": size, "channels": channels},
+        "num_classes": 10,
+        "classes": classes,
+        "files": [str(f) for f in files],
+        "indices": keep.tolist(),
+        "source": "CIFAR-10 python version (Krizhevsky 2009), read from local files",
+        "value_range": (0.0, 1.0),
+    }
     return Dataset(images=images, labels=torch.from_numpy(y[keep].copy()), latents=None, name="cifar10", meta=meta)
 
 
@@ -176,8 +198,11 @@ def load_imagefolder(split: str, n: int | None, seed: int, options: dict, progre
         raise _missing_root("one sub-folder of images per class")
     root = Path(o["data_root"]).expanduser()
     if not root.is_dir():
-        raise ParameterError("data_root", "an existing folder with one sub-folder of images per class "
-                                          "(nothing is downloaded here)", str(root))
+        raise ParameterError(
+            "data_root",
+            "an existing folder with one sub-folder of images per class (nothing is downloaded here)",
+            str(root),
+        )
     folder = _folder_for_split(root, split)
     classes = sorted(e.name for e in os.scandir(folder) if e.is_dir() and not e.name.startswith("."))
     samples = []
@@ -187,8 +212,9 @@ def load_imagefolder(split: str, n: int | None, seed: int, options: dict, progre
                 if fn.lower().endswith(IMG_EXTENSIONS):
                     samples.append((Path(dirpath) / fn, ci))
     if not samples:
-        raise ParameterError("data_root", f"a folder whose class sub-folders hold images ({', '.join(IMG_EXTENSIONS)})",
-                             str(folder))
+        raise ParameterError(
+            "data_root", f"a folder whose class sub-folders hold images ({', '.join(IMG_EXTENSIONS)})", str(folder)
+        )
     from PIL import Image
 
     from .._util import pbar
@@ -214,8 +240,15 @@ def load_imagefolder(split: str, n: int | None, seed: int, options: dict, progre
         t = torch.from_numpy(arr.copy())
         images[j] = (t.unsqueeze(0) if t.ndim == 2 else t.permute(2, 0, 1)).float().div_(255.0)
     labels = torch.tensor([samples[i][1] for i in keep], dtype=torch.long)
-    meta = {"split": split, "seed": seed, "n": len(keep),
-            "options": {"data_root": str(root), "size": size, "channels": channels},
-            "num_classes": len(classes), "classes": classes, "files": [str(samples[i][0]) for i in keep],
-            "source": f"image folder {folder}", "value_range": (0.0, 1.0)}
+    meta = {
+        "split": split,
+        "seed": seed,
+        "n": len(keep),
+        "options": {"data_root": str(root), "size": size, "channels": channels},
+        "num_classes": len(classes),
+        "classes": classes,
+        "files": [str(samples[i][0]) for i in keep],
+        "source": f"image folder {folder}",
+        "value_range": (0.0, 1.0),
+    }
     return Dataset(images=images, labels=labels, latents=None, name="imagefolder", meta=meta)

@@ -18,6 +18,7 @@ Returned: ``images`` (N, channels, L, L) float32 = (s + 1) / 2 in {0, 1}; ``labe
 ``sweep`` (int64). Exact references for tests and notebooks: Onsager's energy per spin at ``T_C`` is ``-sqrt 2``
 and the spontaneous magnetisation below ``T_C`` is ``(1 - sinh(2 / T)^-4)^(1/8)`` (Yang 1952).
 """
+
 from __future__ import annotations
 
 import math
@@ -83,7 +84,7 @@ def generate(split: str, n: int | None, seed: int, options: dict, progress: bool
         swendsen_wang_sweep(spins, T, rng)
         if sweep > burn_in and (sweep - burn_in) % thin == 0:
             t = (sweep - burn_in) // thin - 1
-            out[t * chains:(t + 1) * chains] = spins
+            out[t * chains : (t + 1) * chains] = spins
     out = out[:n]
     idx = np.arange(n)
     latents = {
@@ -97,9 +98,15 @@ def generate(split: str, n: int | None, seed: int, options: dict, progress: bool
     if channels == 3:
         images = images.expand(-1, 3, -1, -1).contiguous()
     meta = {
-        "split": split, "seed": seed, "n": n, "num_classes": None, "value_range": (0.0, 1.0),
+        "split": split,
+        "seed": seed,
+        "n": n,
+        "num_classes": None,
+        "value_range": (0.0, 1.0),
         "options": {"L": L, "T": T, "burn_in": burn_in, "thin": thin, "chains": chains, "channels": channels},
-        "T_c": T_C, "algorithm": "Swendsen-Wang", "spin_to_pixel": "(s + 1) / 2",
+        "T_c": T_C,
+        "algorithm": "Swendsen-Wang",
+        "spin_to_pixel": "(s + 1) / 2",
         "source": "simulated (maelab.data.ising)",
     }
     return Dataset(images=images, labels=None, latents=latents, name="ising", meta=meta)

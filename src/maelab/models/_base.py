@@ -1,4 +1,5 @@
 """The part shared by MAE and SimMIM: ViT encoder parameters, masking, targets, features and the uniformity term."""
+
 from __future__ import annotations
 
 import torch
@@ -7,8 +8,16 @@ from timm.layers import PatchEmbed
 
 from .. import masking
 from .._validate import ParameterError, divides, in_range, is_bool, one_of, positive_int
-from ._layers import (ATTN_NORMS, init_linear_and_norm, init_patch_embed, make_blocks, norm_layer,
-                      resolve_input_norm, sincos_2d, uniformity_loss)
+from ._layers import (
+    ATTN_NORMS,
+    init_linear_and_norm,
+    init_patch_embed,
+    make_blocks,
+    norm_layer,
+    resolve_input_norm,
+    sincos_2d,
+    uniformity_loss,
+)
 
 POOLS = ("cls", "mean")
 PATCH_BIAS_INITS = ("zeros", "conv_default")
@@ -42,14 +51,29 @@ class MaskedImageModel(nn.Module):
 
     name = "base"
 
-    def __init__(self, *, img_size: int = 32, patch_size: int = 4, in_chans: int = 3, embed_dim: int = 64,
-                 depth: int = 2, num_heads: int = 2, mlp_ratio: float = 4.0, mask_ratio: float = 0.75,
-                 mask_unit: int = 1, norm_pix_loss: bool = False, lambda_unif: float = 0.0,
-                 uniformity_feature: str = "cls", input_norm=None, drop_path_rate: float = 0.0,
-                 attn_norm: str = "softmax", skip_scale: float = 1.0,
-                 uniformity_double_norm: bool = LEGACY_CHOICES["uniformity_double_norm"],
-                 uniformity_fc_norm: bool = LEGACY_CHOICES["uniformity_fc_norm"],
-                 patch_embed_bias: str = LEGACY_CHOICES["patch_embed_bias"]):
+    def __init__(
+        self,
+        *,
+        img_size: int = 32,
+        patch_size: int = 4,
+        in_chans: int = 3,
+        embed_dim: int = 64,
+        depth: int = 2,
+        num_heads: int = 2,
+        mlp_ratio: float = 4.0,
+        mask_ratio: float = 0.75,
+        mask_unit: int = 1,
+        norm_pix_loss: bool = False,
+        lambda_unif: float = 0.0,
+        uniformity_feature: str = "cls",
+        input_norm=None,
+        drop_path_rate: float = 0.0,
+        attn_norm: str = "softmax",
+        skip_scale: float = 1.0,
+        uniformity_double_norm: bool = LEGACY_CHOICES["uniformity_double_norm"],
+        uniformity_fc_norm: bool = LEGACY_CHOICES["uniformity_fc_norm"],
+        patch_embed_bias: str = LEGACY_CHOICES["patch_embed_bias"],
+    ):
         super().__init__()
         positive_int("img_size", img_size)
         divides("patch_size", patch_size, img_size, "img_size")
@@ -167,7 +191,7 @@ class MaskedImageModel(nn.Module):
         if self.mask_unit == 1:
             len_keep = masking.num_keep(length, mask_ratio)
         else:
-            len_keep = masking.num_keep(length // self.mask_unit ** 2, mask_ratio) * self.mask_unit ** 2
+            len_keep = masking.num_keep(length // self.mask_unit**2, mask_ratio) * self.mask_unit**2
         ids_keep = torch.argsort(ids_restore, dim=1)[:, :len_keep]
         return mask, ids_restore, ids_keep
 
@@ -188,19 +212,22 @@ class MaskedImageModel(nn.Module):
         return latent[:, 0] if pool == "cls" else latent[:, 1:].mean(dim=1)
 
     # ---------------------------------------------------------------------------------------------------------
-    def encode(self, imgs, mask_ratio: float = 0.0, generator=None, return_tokens: bool = False,
-               return_attn: bool = False) -> dict:  # pragma: no cover - abstract
+    def encode(
+        self, imgs, mask_ratio: float = 0.0, generator=None, return_tokens: bool = False, return_attn: bool = False
+    ) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def decode(self, latent, ids_restore=None, return_tokens: bool = False,
-               return_attn: bool = False) -> dict:  # pragma: no cover - abstract
+    def decode(
+        self, latent, ids_restore=None, return_tokens: bool = False, return_attn: bool = False
+    ) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def reconstruction_loss(self, pred, target, mask) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def forward(self, imgs: torch.Tensor, mask_ratio: float | None = None,
-                generator: torch.Generator | None = None) -> dict:
+    def forward(
+        self, imgs: torch.Tensor, mask_ratio: float | None = None, generator: torch.Generator | None = None
+    ) -> dict:
         """One masked-modelling step. Returns a dict with
 
         * ``loss``: loss_rec + lambda_unif * loss_unif (scalar); ``loss_rec``; ``loss_unif`` (0-tensor if lambda=0)
@@ -223,9 +250,17 @@ class MaskedImageModel(nn.Module):
         else:
             loss_unif = loss_rec.new_zeros(())
             loss = loss_rec
-        return {"loss": loss, "loss_rec": loss_rec, "loss_unif": loss_unif, "pred": pred, "target": target,
-                "mask": enc["mask"], "ids_restore": enc["ids_restore"], "latent": enc["latent"],
-                "features": features}
+        return {
+            "loss": loss,
+            "loss_rec": loss_rec,
+            "loss_unif": loss_unif,
+            "pred": pred,
+            "target": target,
+            "mask": enc["mask"],
+            "ids_restore": enc["ids_restore"],
+            "latent": enc["latent"],
+            "features": features,
+        }
 
     def uniformity_features(self, latent: torch.Tensor) -> torch.Tensor:
         """(N, 1 + T, D) encoder output (after the final norm) -> (N, D) feature of the uniformity term.
@@ -250,8 +285,9 @@ class MaskedImageModel(nn.Module):
         return self.pool(self.encode(imgs, mask_ratio=0.0)["latent"], pool)
 
     @torch.no_grad()
-    def reconstruct(self, imgs: torch.Tensor, mask_ratio: float | None = None,
-                    generator: torch.Generator | None = None) -> dict:
+    def reconstruct(
+        self, imgs: torch.Tensor, mask_ratio: float | None = None, generator: torch.Generator | None = None
+    ) -> dict:
         """Reconstructions in the Dataset space, for figures (no gradients).
 
         Returns ``pred`` (N, C, H, W) the model's prediction of every patch (with ``norm_pix_loss`` the predicted
@@ -266,13 +302,20 @@ class MaskedImageModel(nn.Module):
             pred = pred * (raw.var(dim=-1, keepdim=True) + 1.0e-6) ** 0.5 + raw.mean(dim=-1, keepdim=True)
         pred = self.denormalize_input(self.unpatchify(pred))
         pix = masking.pixel_mask(out["mask"], self.patch_size, self.grid_size).to(imgs.dtype)
-        return {"pred": pred, "masked": imgs * (1 - pix), "pasted": imgs * (1 - pix) + pred * pix, "mask": pix,
-                "out": out}
+        return {
+            "pred": pred,
+            "masked": imgs * (1 - pix),
+            "pasted": imgs * (1 - pix) + pred * pix,
+            "mask": pix,
+            "out": out,
+        }
 
     def extra_repr(self) -> str:
-        return (f"name={self.name!r}, img_size={self.img_size}, patch_size={self.patch_size}, "
-                f"in_chans={self.in_chans}, embed_dim={self.embed_dim}, depth={self.depth}, "
-                f"mask_ratio={self.mask_ratio}, mask_unit={self.mask_unit}, norm_pix_loss={self.norm_pix_loss}, "
-                f"lambda_unif={self.lambda_unif}, uniformity_feature={self.uniformity_feature!r}, "
-                f"uniformity_double_norm={self.uniformity_double_norm}, uniformity_fc_norm={self.uniformity_fc_norm}, "
-                f"patch_embed_bias={self.patch_embed_bias!r}")
+        return (
+            f"name={self.name!r}, img_size={self.img_size}, patch_size={self.patch_size}, "
+            f"in_chans={self.in_chans}, embed_dim={self.embed_dim}, depth={self.depth}, "
+            f"mask_ratio={self.mask_ratio}, mask_unit={self.mask_unit}, norm_pix_loss={self.norm_pix_loss}, "
+            f"lambda_unif={self.lambda_unif}, uniformity_feature={self.uniformity_feature!r}, "
+            f"uniformity_double_norm={self.uniformity_double_norm}, uniformity_fc_norm={self.uniformity_fc_norm}, "
+            f"patch_embed_bias={self.patch_embed_bias!r}"
+        )

@@ -1,5 +1,6 @@
 """Building blocks shared by the ViT models: sin-cos position embeddings, official MAE initialisation,
 attention-map extraction from timm blocks, the uniformity loss, and input normalisation."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -136,18 +137,39 @@ def one_of_norm(attn_norm: str) -> str:
     return attn_norm
 
 
-def make_blocks(dim: int, depth: int, heads: int, mlp_ratio: float, drop_path: float = 0.0,
-                attn_norm: str = "softmax", skip_scale: float = 1.0) -> nn.ModuleList:
+def make_blocks(
+    dim: int,
+    depth: int,
+    heads: int,
+    mlp_ratio: float,
+    drop_path: float = 0.0,
+    attn_norm: str = "softmax",
+    skip_scale: float = 1.0,
+) -> nn.ModuleList:
     """``depth`` timm ``Block`` layers (qkv_bias=True, LayerNorm eps 1e-6), stochastic depth rising linearly to
     ``drop_path``: exactly the official MAE blocks (same parameter names and shapes). With ``attn_norm`` other than
     "softmax" or ``skip_scale`` other than 1, ``KernelBlock`` layers (same parameters) instead."""
     one_of_norm(attn_norm)
     rates = torch.linspace(0, drop_path, depth).tolist() if depth else []
     if attn_norm == "softmax" and skip_scale == 1.0:
-        return nn.ModuleList([Block(dim, heads, mlp_ratio, qkv_bias=True, norm_layer=norm_layer, drop_path=r)
-                              for r in rates])
-    return nn.ModuleList([KernelBlock(dim, heads, mlp_ratio, qkv_bias=True, norm_layer=norm_layer, drop_path=r,
-                                      attn_norm=attn_norm, skip_scale=skip_scale) for r in rates])
+        return nn.ModuleList(
+            [Block(dim, heads, mlp_ratio, qkv_bias=True, norm_layer=norm_layer, drop_path=r) for r in rates]
+        )
+    return nn.ModuleList(
+        [
+            KernelBlock(
+                dim,
+                heads,
+                mlp_ratio,
+                qkv_bias=True,
+                norm_layer=norm_layer,
+                drop_path=r,
+                attn_norm=attn_norm,
+                skip_scale=skip_scale,
+            )
+            for r in rates
+        ]
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------

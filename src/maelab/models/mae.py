@@ -1,4 +1,5 @@
 """MAE (He et al. 2022) and U-MAE (Zhang et al. 2022) on timm blocks, parameter-compatible with the official code."""
+
 from __future__ import annotations
 
 import torch
@@ -40,8 +41,7 @@ class MaskedAutoencoderViT(MaskedImageModel):
 
     name = "mae"
 
-    def __init__(self, *, decoder_embed_dim: int = 64, decoder_depth: int = 1, decoder_num_heads: int = 2,
-                 **kwargs):
+    def __init__(self, *, decoder_embed_dim: int = 64, decoder_depth: int = 1, decoder_num_heads: int = 2, **kwargs):
         super().__init__(**kwargs)
         _heads("decoder_embed_dim", decoder_embed_dim, "decoder_num_heads", decoder_num_heads)
         positive_int("decoder_depth", decoder_depth, minimum=0)
@@ -51,16 +51,29 @@ class MaskedAutoencoderViT(MaskedImageModel):
 
         self.decoder_embed = nn.Linear(d, decoder_embed_dim, bias=True)
         self.mask_token = nn.Parameter(torch.zeros(1, 1, decoder_embed_dim))
-        self.decoder_pos_embed = nn.Parameter(torch.zeros(1, self.num_patches + 1, decoder_embed_dim),
-                                              requires_grad=False)
-        self.decoder_blocks = make_blocks(decoder_embed_dim, decoder_depth, decoder_num_heads, self.mlp_ratio,
-                                          attn_norm=self.attn_norm, skip_scale=self.skip_scale)
+        self.decoder_pos_embed = nn.Parameter(
+            torch.zeros(1, self.num_patches + 1, decoder_embed_dim), requires_grad=False
+        )
+        self.decoder_blocks = make_blocks(
+            decoder_embed_dim,
+            decoder_depth,
+            decoder_num_heads,
+            self.mlp_ratio,
+            attn_norm=self.attn_norm,
+            skip_scale=self.skip_scale,
+        )
         self.decoder_norm = norm_layer(decoder_embed_dim)
         self.decoder_pred = nn.Linear(decoder_embed_dim, p * p * c, bias=True)
         self._init_common(self.mask_token, self.decoder_pos_embed)
 
-    def encode(self, imgs: torch.Tensor, mask_ratio: float = 0.0, generator: torch.Generator | None = None,
-               return_tokens: bool = False, return_attn: bool = False) -> dict:
+    def encode(
+        self,
+        imgs: torch.Tensor,
+        mask_ratio: float = 0.0,
+        generator: torch.Generator | None = None,
+        return_tokens: bool = False,
+        return_attn: bool = False,
+    ) -> dict:
         """Encode the visible tokens of ``imgs``.
 
         Returns ``latent`` (N, T, D) after the final norm, T = 1 + L_keep ([CLS] first, then the kept tokens in
@@ -85,8 +98,9 @@ class MaskedAutoencoderViT(MaskedImageModel):
             out["attn"] = attn
         return out
 
-    def decode(self, latent: torch.Tensor, ids_restore: torch.Tensor, return_tokens: bool = False,
-               return_attn: bool = False) -> dict:
+    def decode(
+        self, latent: torch.Tensor, ids_restore: torch.Tensor, return_tokens: bool = False, return_attn: bool = False
+    ) -> dict:
         """Decoder: embed, insert the shared mask token at removed positions, add ``decoder_pos_embed``, blocks,
         norm, linear prediction. Returns ``pred`` (N, L, p*p*C) (the [CLS] position dropped) and, when asked,
         ``tokens`` / ``attn`` per decoder block over the full 1 + L sequence."""

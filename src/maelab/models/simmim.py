@@ -1,4 +1,5 @@
 """SimMIM (Xie et al. 2022) and U-SimMIM (Zhang et al. 2022) with a ViT encoder and a linear decoder."""
+
 from __future__ import annotations
 
 import torch
@@ -37,8 +38,14 @@ class SimMIM(MaskedImageModel):
         self.decoder_pred = nn.Linear(self.embed_dim, p * p * c, bias=True)
         self._init_common(self.mask_token)
 
-    def encode(self, imgs: torch.Tensor, mask_ratio: float = 0.0, generator: torch.Generator | None = None,
-               return_tokens: bool = False, return_attn: bool = False) -> dict:
+    def encode(
+        self,
+        imgs: torch.Tensor,
+        mask_ratio: float = 0.0,
+        generator: torch.Generator | None = None,
+        return_tokens: bool = False,
+        return_attn: bool = False,
+    ) -> dict:
         """Encode all tokens (removed ones replaced by ``mask_token``). ``latent`` (N, 1 + L, D) after the final
         norm in raster order ([CLS] first); ``mask`` (N, L; 1 = removed); ``ids_restore`` and ``ids_keep`` are the
         identity (N, L) (tokens are never reordered); ``tokens`` / ``attn`` per block when asked."""
@@ -62,8 +69,13 @@ class SimMIM(MaskedImageModel):
             out["attn"] = attn
         return out
 
-    def decode(self, latent: torch.Tensor, ids_restore: torch.Tensor | None = None, return_tokens: bool = False,
-               return_attn: bool = False) -> dict:
+    def decode(
+        self,
+        latent: torch.Tensor,
+        ids_restore: torch.Tensor | None = None,
+        return_tokens: bool = False,
+        return_attn: bool = False,
+    ) -> dict:
         """Linear decoder: ``pred`` (N, L, p*p*C) from the patch tokens of ``latent``. It has no blocks, so
         ``tokens`` / ``attn`` are empty lists when asked."""
         out = {"pred": self.decoder_pred(latent[:, 1:, :])}
@@ -76,7 +88,7 @@ class SimMIM(MaskedImageModel):
     def reconstruction_loss(self, pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Official SimMIM L1: sum over removed pixels and channels / (removed pixels + 1e-5) / in_chans."""
         err = (pred - target).abs().sum(dim=-1)  # (N, L): sum over the p*p*C values of each patch
-        pixels = mask.sum() * self.patch_size ** 2
+        pixels = mask.sum() * self.patch_size**2
         masked = (err * mask).sum() / (pixels + 1e-5) / self.in_chans
         # no host sync: mean L1 over everything when nothing is removed (mask_ratio = 0)
         return torch.where(pixels > 0, masked, (pred - target).abs().mean())

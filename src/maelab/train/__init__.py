@@ -78,6 +78,7 @@ for no gain. The clash is resolved by construction: the function lives in :mod:`
 pre-trains; :mod:`~maelab.train.finetune` is its sibling) and no submodule is called ``train``, so the attribute
 ``maelab.train.train`` is always the function, never a module that an import could shadow it with.
 """
+
 from __future__ import annotations
 
 from .augment import random_resized_crop_flip
@@ -91,8 +92,23 @@ from .pretrain import TrainResult, train
 from .schedule import NO_DECAY_PATTERNS, lr_at, param_groups
 
 __all__ = [
-    "TrainConfig", "TrainResult", "train", "FineTuneConfig", "FineTuneResult", "fine_tune",
-    "NonFiniteLossError", "CheckpointError", "lr_at", "param_groups", "random_resized_crop_flip",
-    "default_checkpoint_dir", "load_checkpoint", "is_main_process", "main", "build_parser",
-    "CHECKPOINT_FORMAT", "NO_DECAY_PATTERNS", "AMP_CHOICES",
+    "TrainConfig",
+    "TrainResult",
+    "train",
+    "FineTuneConfig",
+    "FineTuneResult",
+    "fine_tune",
+    "NonFiniteLossError",
+    "CheckpointError",
+    "lr_at",
+    "param_groups",
+    "random_resized_crop_flip",
+    "default_checkpoint_dir",
+    "load_checkpoint",
+    "is_main_process",
+    "main",
+    "build_parser",
+    "CHECKPOINT_FORMAT",
+    "NO_DECAY_PATTERNS",
+    "AMP_CHOICES",
 ]

@@ -3,24 +3,33 @@
 Crop boxes are sampled exactly as torchvision's ``RandomResizedCrop.get_params`` (vectorised over the batch, from a
 dedicated CPU generator), then every image is cropped, resized and mirrored by one ``grid_sample``.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 
 
-def _sample_crop_boxes(n: int, height: int, width: int, scale: Sequence[float], ratio: Sequence[float],
-                       generator: torch.Generator | None, attempts: int = 10):
+def _sample_crop_boxes(
+    n: int,
+    height: int,
+    width: int,
+    scale: Sequence[float],
+    ratio: Sequence[float],
+    generator: torch.Generator | None,
+    attempts: int = 10,
+):
     """torchvision ``RandomResizedCrop.get_params`` vectorised over a batch (10 attempts, centre-crop fallback).
 
     Returns int64 tensors (top, left, h, w) of shape (n,) on the CPU."""
     area = height * width
     s = torch.empty(n, attempts, dtype=torch.float64).uniform_(scale[0], scale[1], generator=generator)
-    logr = torch.empty(n, attempts, dtype=torch.float64).uniform_(math.log(ratio[0]), math.log(ratio[1]),
-                                                                  generator=generator)
+    logr = torch.empty(n, attempts, dtype=torch.float64).uniform_(
+        math.log(ratio[0]), math.log(ratio[1]), generator=generator
+    )
     aspect = torch.exp(logr)
     w = torch.round(torch.sqrt(area * s * aspect)).long()
     h = torch.round(torch.sqrt(area * s / aspect)).long()
@@ -69,9 +78,15 @@ def _crop_resize(imgs: torch.Tensor, top, left, h, w, flip, size: tuple[int, int
     return F.grid_sample(imgs, grid.to(imgs.dtype), mode="bilinear", padding_mode="border", align_corners=False)
 
 
-def random_resized_crop_flip(imgs: torch.Tensor, generator: torch.Generator | None = None, *,
-                             scale: Sequence[float] = (0.2, 1.0), ratio: Sequence[float] = (3 / 4, 4 / 3),
-                             hflip: bool = True, size: tuple[int, int] | None = None) -> torch.Tensor:
+def random_resized_crop_flip(
+    imgs: torch.Tensor,
+    generator: torch.Generator | None = None,
+    *,
+    scale: Sequence[float] = (0.2, 1.0),
+    ratio: Sequence[float] = (3 / 4, 4 / 3),
+    hflip: bool = True,
+    size: tuple[int, int] | None = None,
+) -> torch.Tensor:
     """Batched ``RandomResizedCrop(size, scale, ratio)`` + ``RandomHorizontalFlip`` on a (N, C, H, W) tensor.
 
     Crop boxes follow torchvision's sampling (parameters drawn from ``generator``, a CPU generator); the resize is

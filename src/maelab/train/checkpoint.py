@@ -16,6 +16,7 @@ accumulators and snapshots, all as tensors or plain python types.
   inside epochs) and resumed in a fresh process ends with bit-identical weights and history (apart from timings)
   to an uninterrupted run.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,22 @@ from .._validate import ParameterError
 from .config import TrainConfig
 
 CHECKPOINT_FORMAT = "maelab.train/1"
-_REQUIRED = ("epoch", "iteration", "world_size", "config", "data_fingerprint", "model", "optimizer", "probe",
-             "probe_optimizer", "scaler", "ranks", "history", "snapshots", "partial")
+_REQUIRED = (
+    "epoch",
+    "iteration",
+    "world_size",
+    "config",
+    "data_fingerprint",
+    "model",
+    "optimizer",
+    "probe",
+    "probe_optimizer",
+    "scaler",
+    "ranks",
+    "history",
+    "snapshots",
+    "partial",
+)
 
 
 class CheckpointError(ParameterError):
@@ -44,8 +59,9 @@ class CheckpointError(ParameterError):
 
     def __init__(self, path: str | os.PathLike, problem: str):
         self.name, self.allowed, self.value = "checkpoint", f"a readable {CHECKPOINT_FORMAT} checkpoint", str(path)
-        ValueError.__init__(self, f"checkpoint {path} {problem}; delete it, or pass resume=False, to train from "
-                                  "the start")
+        ValueError.__init__(
+            self, f"checkpoint {path} {problem}; delete it, or pass resume=False, to train from the start"
+        )
 
 
 def _fingerprint(images: torch.Tensor) -> list[float]:
@@ -59,6 +75,7 @@ def _fingerprint(images: torch.Tensor) -> list[float]:
 # RNG state <-> plain python/tensors (so torch.load(weights_only=True) can read it)
 # ----------------------------------------------------------------------------------------------------------------
 
+
 def _rng_state(mask_gen: torch.Generator, aug_gen: torch.Generator) -> dict:
     py = random.getstate()
     npst = np.random.get_state()
@@ -66,9 +83,9 @@ def _rng_state(mask_gen: torch.Generator, aug_gen: torch.Generator) -> dict:
         "torch_cpu": torch.get_rng_state(),
         "torch_cuda": list(torch.cuda.get_rng_state_all()) if torch.cuda.is_available() else [],
         "python": [int(py[0]), [int(v) for v in py[1]], None if py[2] is None else float(py[2])],
-        "numpy": [str(npst[0]), torch.from_numpy(npst[1].astype(np.int64)), int(npst[2]), int(npst[3]),
-                  float(npst[4])],
-        "mask": mask_gen.get_state(), "mask_device": str(mask_gen.device),
+        "numpy": [str(npst[0]), torch.from_numpy(npst[1].astype(np.int64)), int(npst[2]), int(npst[3]), float(npst[4])],
+        "mask": mask_gen.get_state(),
+        "mask_device": str(mask_gen.device),
         "aug": aug_gen.get_state(),
     }
 
@@ -89,14 +106,14 @@ def _set_rng_state(st: dict, mask_gen: torch.Generator, aug_gen: torch.Generator
     return True
 
 
-
 def _unreadable(path: Path, err: Exception) -> CheckpointError:
     """The one-line error for a file ``torch.load(weights_only=True)`` refused (never torch's own advice)."""
     msg = str(err)
     unsafe = re.search(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) ([\w.]+)", msg)
     if unsafe:
-        return CheckpointError(path, f"holds a python object ({unsafe.group(1)}), which safe loading "
-                                     "(weights_only=True) never executes")
+        return CheckpointError(
+            path, f"holds a python object ({unsafe.group(1)}), which safe loading (weights_only=True) never executes"
+        )
     return CheckpointError(path, f"is truncated or corrupt (not readable as a torch checkpoint: {type(err).__name__})")
 
 
@@ -144,7 +161,6 @@ def default_checkpoint_dir(name: str) -> Path:
     return root / "checkpoints" / name
 
 
-
 def _write(state: dict, path: Path) -> None:
     """Write ``state`` to ``path`` atomically: temp file in the same folder, fsync, rename."""
     with atomic_path(path) as tmp:
@@ -165,13 +181,22 @@ def _save(run, epoch: int, iteration: int, acc) -> None:
         torch.distributed.all_gather_object(ranks, mine)
     if rt.rank == 0:
         state = {
-            "format": CHECKPOINT_FORMAT, "epoch": epoch, "iteration": iteration, "iters_per_epoch": run.iters,
-            "world_size": rt.world, "config": run.cfg.to_dict(), "model_class": type(run.base).__name__,
-            "data_fingerprint": run.fingerprint, "model": run.base.state_dict(), "optimizer": run.opt.state_dict(),
+            "format": CHECKPOINT_FORMAT,
+            "epoch": epoch,
+            "iteration": iteration,
+            "iters_per_epoch": run.iters,
+            "world_size": rt.world,
+            "config": run.cfg.to_dict(),
+            "model_class": type(run.base).__name__,
+            "data_fingerprint": run.fingerprint,
+            "model": run.base.state_dict(),
+            "optimizer": run.opt.state_dict(),
             "probe": run.head.state_dict() if run.head is not None else None,
             "probe_optimizer": run.popt.state_dict() if run.popt is not None else None,
             "scaler": run.scaler.state_dict() if run.scaler is not None else None,
-            "ranks": ranks, "history": run.history, "snapshots": run.snapshots,
+            "ranks": ranks,
+            "history": run.history,
+            "snapshots": run.snapshots,
             "partial": acc.to_dict() if acc is not None else None,
         }
         _write(state, run.ckpt)
@@ -186,14 +211,23 @@ def _check_resumable(run, ck: dict) -> None:
     current = {k: v for k, v in cfg.to_dict().items() if k not in TrainConfig._BOOKKEEPING}
     diff = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
     if diff:
-        raise ParameterError("config", f"equal to the configuration stored in {path} (differs in "
-                             f"{', '.join(diff)}); use resume=False or another checkpoint_dir", cfg)
+        raise ParameterError(
+            "config",
+            f"equal to the configuration stored in {path} (differs in "
+            f"{', '.join(diff)}); use resume=False or another checkpoint_dir",
+            cfg,
+        )
     if any(abs(a - b) > 1e-6 * max(1.0, abs(a)) for a, b in zip(ck["data_fingerprint"], run.fingerprint)):
-        raise ParameterError("data", f"the dataset the checkpoint {path} was trained on "
-                             "(fingerprint differs); use resume=False or another checkpoint_dir", len(run.images))
+        raise ParameterError(
+            "data",
+            f"the dataset the checkpoint {path} was trained on "
+            "(fingerprint differs); use resume=False or another checkpoint_dir",
+            len(run.images),
+        )
     if ck["world_size"] != run.rt.world and ck["iteration"] != 0:
-        raise ParameterError("world_size", f"{ck['world_size']} to resume the mid-epoch checkpoint {path}",
-                             run.rt.world)
+        raise ParameterError(
+            "world_size", f"{ck['world_size']} to resume the mid-epoch checkpoint {path}", run.rt.world
+        )
 
 
 def _load_states(run, ck: dict) -> None:
@@ -206,8 +240,11 @@ def _load_states(run, ck: dict) -> None:
             run.popt.load_state_dict(ck["probe_optimizer"])
     except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise CheckpointError(run.ckpt, f"does not fit this model (written for a {ck.get('model_class')}, "
-                                        f"this is a {type(run.base).__name__}: {first})") from None
+        raise CheckpointError(
+            run.ckpt,
+            f"does not fit this model (written for a {ck.get('model_class')}, "
+            f"this is a {type(run.base).__name__}: {first})",
+        ) from None
     if run.scaler is not None and ck.get("scaler"):
         run.scaler.load_state_dict(ck["scaler"])
 
@@ -219,9 +256,11 @@ def _resume(run, ck: dict) -> tuple[int, int, dict | None]:
     rt = run.rt
     exact = ck["world_size"] == rt.world and _set_rng_state(ck["ranks"][rt.rank]["rng"], run.mask_gen, run.aug_gen)
     if not exact:
-        warnings.warn(f"resuming {run.ckpt} on a different device type or world size: training continues, but the "
-                      "random streams are re-seeded, so the run is not bit-identical to an uninterrupted one",
-                      stacklevel=3)
+        warnings.warn(
+            f"resuming {run.ckpt} on a different device type or world size: training continues, but the "
+            "random streams are re-seeded, so the run is not bit-identical to an uninterrupted one",
+            stacklevel=3,
+        )
     start_epoch, start_iter = int(ck["epoch"]), int(ck["iteration"])
     run.history = list(ck["history"])
     run.snapshots = dict(ck["snapshots"])

@@ -4,13 +4,14 @@ Loads a dataset with :func:`maelab.data.load`, builds a model with :func:`maelab
 ``torch.distributed`` from the environment when launched by ``torchrun`` and pre-trains with
 :func:`maelab.train.train`; rank 0 prints the last history records and optionally writes the history as JSON.
 """
+
 from __future__ import annotations
 
 import argparse
 import ast
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
@@ -40,16 +41,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m maelab.train",
         description="Pre-train a maelab model (MAE, U-MAE, SimMIM, U-SimMIM) with the official MAE recipe. "
-                    "Works on CPU, one GPU, or several through `torchrun --nproc_per_node=K -m maelab.train ...` "
-                    "(batch size is per process).")
+        "Works on CPU, one GPU, or several through `torchrun --nproc_per_node=K -m maelab.train ...` "
+        "(batch size is per process).",
+    )
     p.add_argument("--dataset", required=True, help="name for maelab.data.load (e.g. cifar10)")
     p.add_argument("--num-train", type=int, default=None, help="training images (data.load n=; default all)")
     p.add_argument("--num-eval", type=int, default=None, help="test images for the online probe (default all)")
     p.add_argument("--no-eval", action="store_true", help="skip the online probe's test evaluation")
     p.add_argument("--model", default="mae", help="mae | umae | simmim | usimmim")
     p.add_argument("--size", default="micro", help="micro | small | vit_tiny | vit_base")
-    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="model overrides for maelab.models.create, e.g. --set patch_size=4 lambda_unif=0.01")
+    p.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="model overrides for maelab.models.create, e.g. --set patch_size=4 lambda_unif=0.01",
+    )
     p.add_argument("--epochs", type=int, default=TrainConfig.epochs)
     p.add_argument("--batch-size", type=int, default=TrainConfig.batch_size, help="per process")
     p.add_argument("--blr", type=float, default=TrainConfig.blr)
@@ -75,7 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -84,12 +90,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .. import data as mdata
         from .. import models as mmodels
 
-        cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, blr=args.blr, lr=args.lr,
-                          min_lr=args.min_lr, warmup_epochs=args.warmup_epochs, weight_decay=args.weight_decay,
-                          clip_grad=args.clip_grad, amp=args.amp, mask_ratio=args.mask_ratio, seed=args.seed,
-                          augment=args.augment, online_probe=False if args.no_probe else None,
-                          probe_bn=args.probe_bn, checkpoint_every=args.checkpoint_every,
-                          checkpoint_every_iters=args.checkpoint_every_iters)
+        cfg = TrainConfig(
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            blr=args.blr,
+            lr=args.lr,
+            min_lr=args.min_lr,
+            warmup_epochs=args.warmup_epochs,
+            weight_decay=args.weight_decay,
+            clip_grad=args.clip_grad,
+            amp=args.amp,
+            mask_ratio=args.mask_ratio,
+            seed=args.seed,
+            augment=args.augment,
+            online_probe=False if args.no_probe else None,
+            probe_bn=args.probe_bn,
+            checkpoint_every=args.checkpoint_every,
+            checkpoint_every_iters=args.checkpoint_every_iters,
+        )
         train_set = mdata.load(args.dataset, "train", n=args.num_train, seed=args.seed)
         eval_set = None
         if not args.no_eval and not args.no_probe and train_set.labels is not None:
@@ -100,18 +118,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         overrides.setdefault("seed", args.seed)  # reproducible initialisation, identical on every rank
         model = mmodels.create(args.model, args.size, **overrides)
         ckdir = args.checkpoint_dir or (default_checkpoint_dir(args.name) if args.name else None)
-        res = train(model, train_set, cfg, eval_data=eval_set, checkpoint_dir=ckdir, resume=not args.no_resume,
-                    device=args.device, progress=False if args.no_progress else None)
+        res = train(
+            model,
+            train_set,
+            cfg,
+            eval_data=eval_set,
+            checkpoint_dir=ckdir,
+            resume=not args.no_resume,
+            device=args.device,
+            progress=False if args.no_progress else None,
+        )
         if is_main_process():
             for h in res.history[-3:]:
                 print(json.dumps(h))
             if args.history_out:
                 with atomic_path(args.history_out) as tmp:
-                    Path(tmp).write_text(json.dumps({"config": cfg.to_dict(), "history": res.history,
-                                                     "world_size": torch.distributed.get_world_size()
-                                                     if _dist_active() else 1}, indent=1))
+                    Path(tmp).write_text(
+                        json.dumps(
+                            {
+                                "config": cfg.to_dict(),
+                                "history": res.history,
+                                "world_size": torch.distributed.get_world_size() if _dist_active() else 1,
+                            },
+                            indent=1,
+                        )
+                    )
     finally:
         if started:
             torch.distributed.destroy_process_group()
     return 0
-

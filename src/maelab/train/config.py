@@ -4,6 +4,7 @@
 Both are dataclasses validated in ``__post_init__``: a bad value raises :class:`maelab.ParameterError` at once with
 one line naming the field and what is allowed.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -129,8 +130,15 @@ class TrainConfig:
     compile: bool = False
 
     # fields that do not change the training recipe (may differ between a checkpoint and a resumed run)
-    _BOOKKEEPING = ("eval_every", "eval_batch_size", "checkpoint_every", "checkpoint_every_iters", "snapshot_epochs",
-                    "log_every", "compile")
+    _BOOKKEEPING = (
+        "eval_every",
+        "eval_batch_size",
+        "checkpoint_every",
+        "checkpoint_every_iters",
+        "snapshot_epochs",
+        "log_every",
+        "compile",
+    )
 
     def __post_init__(self):
         _check_common(self)

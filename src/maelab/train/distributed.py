@@ -8,6 +8,7 @@ environment, ``_init_distributed_from_env``) the model and the probe head are wr
 ``DistributedDataParallel`` (``_Runtime.wrap``), logged metrics are all-reduced
 (``_Runtime.all_reduce_sum``), and only rank 0 writes checkpoints and shows progress.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,7 +39,7 @@ class _Runtime:
     amp_dtype: torch.dtype | None
 
     @classmethod
-    def create(cls, device: str | torch.device, amp: str) -> "_Runtime":
+    def create(cls, device: str | torch.device, amp: str) -> _Runtime:
         rank, world = (torch.distributed.get_rank(), torch.distributed.get_world_size()) if _dist_active() else (0, 1)
         dev = device if isinstance(device, torch.device) else resolve_device(device)
         if dev.type == "cuda" and dev.index is None:

@@ -5,6 +5,7 @@ Same optimiser step as pre-training (``maelab.train.loop._optimizer_step``): Ada
 decay, warm-up + cosine schedule per iteration, optional augmentation, bf16 autocast on CUDA, DDP when
 ``torch.distributed`` is initialised.
 """
+
 from __future__ import annotations
 
 import copy
@@ -56,9 +57,22 @@ def _new_head(encoder: nn.Module, images: torch.Tensor, k: int, cfg: FineTuneCon
     return head.to(rt.device)
 
 
-def _finetune_epoch(epoch: int, *, cfg: FineTuneConfig, rt: _Runtime, clf: _Classifier, net: nn.Module,
-                    opt: torch.optim.Optimizer, scaler, peak: float, data: tuple[torch.Tensor, ...],
-                    aug_gen: torch.Generator, iters: int, bar, budget: list) -> dict:
+def _finetune_epoch(
+    epoch: int,
+    *,
+    cfg: FineTuneConfig,
+    rt: _Runtime,
+    clf: _Classifier,
+    net: nn.Module,
+    opt: torch.optim.Optimizer,
+    scaler,
+    peak: float,
+    data: tuple[torch.Tensor, ...],
+    aug_gen: torch.Generator,
+    iters: int,
+    bar,
+    budget: list,
+) -> dict:
     """One fine-tuning epoch, then the test accuracy when due; returns the epoch's history record. ``budget``:
     ``[steps left]`` in a dry run (decremented here), ``[None]`` otherwise."""
     images, labels, test_images, test_labels = data
@@ -74,12 +88,31 @@ def _finetune_epoch(epoch: int, *, cfg: FineTuneConfig, rt: _Runtime, clf: _Clas
     t0 = time.perf_counter()
     for it in range(stop):
         lr, idx, logits, terms = _optimizer_step(
-            rt=rt, cfg=cfg, opt=opt, scaler=scaler, params_of=clf, peak=peak, epoch=epoch, it=it,
-            iters=iters, images=images, perm=perm, aug_gen=aug_gen, forward=net, loss_terms=finetune_terms, log=log)
+            rt=rt,
+            cfg=cfg,
+            opt=opt,
+            scaler=scaler,
+            params_of=clf,
+            peak=peak,
+            epoch=epoch,
+            it=it,
+            iters=iters,
+            images=images,
+            perm=perm,
+            aug_gen=aug_gen,
+            forward=net,
+            loss_terms=finetune_terms,
+            log=log,
+        )
         y = labels[idx]
         b = y.shape[0]
-        sums += torch.stack([terms[0] * b, (logits.detach().argmax(1) == y).sum().double(),
-                             torch.full((), float(b), dtype=torch.float64, device=rt.device)])
+        sums += torch.stack(
+            [
+                terms[0] * b,
+                (logits.detach().argmax(1) == y).sum().double(),
+                torch.full((), float(b), dtype=torch.float64, device=rt.device),
+            ]
+        )
         lr_sum += lr
         bar.update(1)
     log.check()
@@ -91,18 +124,38 @@ def _finetune_epoch(epoch: int, *, cfg: FineTuneConfig, rt: _Runtime, clf: _Clas
     te = None
     if done % cfg.eval_every == 0 or done == cfg.epochs:
         clf.eval()
-        te = _accuracy(lambda z: clf.encoder.forward_features(z, pool=cfg.pool), clf.head, test_images,
-                       test_labels, cfg.eval_batch_size, rt)
+        te = _accuracy(
+            lambda z: clf.encoder.forward_features(z, pool=cfg.pool),
+            clf.head,
+            test_images,
+            test_labels,
+            cfg.eval_batch_size,
+            rt,
+        )
         clf.train()
     gb = cfg.batch_size * rt.world
     seen = sums[2] or float("nan")  # 0 only in a dry run's step-less epochs
-    return {"epoch": done, "loss": sums[0] / seen, "train_acc": sums[1] / seen, "test_acc": te,
-            "lr": lr_sum / stop if stop else float("nan"), "seconds": seconds,
-            "images_per_s": stop * gb / seconds if seconds > 0 else float("nan")}
+    return {
+        "epoch": done,
+        "loss": sums[0] / seen,
+        "train_acc": sums[1] / seen,
+        "test_acc": te,
+        "lr": lr_sum / stop if stop else float("nan"),
+        "seconds": seconds,
+        "images_per_s": stop * gb / seconds if seconds > 0 else float("nan"),
+    }
 
 
-def fine_tune(model: nn.Module, train_data, test_data, config: FineTuneConfig | None = None, *,
-              device: str = "auto", progress: bool | None = None, copy_model: bool = True) -> FineTuneResult:
+def fine_tune(
+    model: nn.Module,
+    train_data,
+    test_data,
+    config: FineTuneConfig | None = None,
+    *,
+    device: str = "auto",
+    progress: bool | None = None,
+    copy_model: bool = True,
+) -> FineTuneResult:
     """Supervised end-to-end fine-tuning of ``model.forward_features`` + a new Linear head (cross-entropy).
 
     AdamW with optional layer-wise lr decay (:func:`param_groups`), the same warm-up + cosine schedule per iteration,
@@ -138,9 +191,23 @@ def fine_tune(model: nn.Module, train_data, test_data, config: FineTuneConfig | 
     bar = pbar(total=cfg.epochs * iters, desc="fine-tune", unit="step", progress=progress if rt.rank == 0 else False)
     try:
         for epoch in range(cfg.epochs):
-            history.append(_finetune_epoch(epoch, cfg=cfg, rt=rt, clf=clf, net=net, opt=opt, scaler=scaler,
-                                           peak=peak, data=(images, labels, test_images, test_labels),
-                                           aug_gen=aug_gen, iters=iters, bar=bar, budget=budget))
+            history.append(
+                _finetune_epoch(
+                    epoch,
+                    cfg=cfg,
+                    rt=rt,
+                    clf=clf,
+                    net=net,
+                    opt=opt,
+                    scaler=scaler,
+                    peak=peak,
+                    data=(images, labels, test_images, test_labels),
+                    aug_gen=aug_gen,
+                    iters=iters,
+                    bar=bar,
+                    budget=budget,
+                )
+            )
             bar.set_postfix(epoch=epoch + 1, loss=f"{history[-1]['loss']:.4f}", refresh=False)
     finally:
         bar.close()

@@ -14,13 +14,15 @@
   the remaining epochs still end (evaluation on a few images, callbacks, snapshots) with no step, and only the
   last epoch writes a checkpoint.
 """
+
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -44,6 +46,7 @@ class NonFiniteLossError(FloatingPointError):
 # shared by pre-training and fine-tuning
 # ----------------------------------------------------------------------------------------------------------------
 
+
 def _data_tensors(data, name: str, device: torch.device, need_labels: bool):
     images = getattr(data, "images", None)
     if not isinstance(images, torch.Tensor) or images.ndim != 4 or not images.is_floating_point():
@@ -54,8 +57,9 @@ def _data_tensors(data, name: str, device: torch.device, need_labels: bool):
             raise ParameterError(f"{name}.labels", "None or an int64 tensor (N,)", getattr(labels, "shape", labels))
         labels = labels.to(device=device, dtype=torch.long)
     if need_labels and labels is None:
-        raise ParameterError(f"{name}.labels", "present when the online probe / classifier is on "
-                             "(or set online_probe=False)", None)
+        raise ParameterError(
+            f"{name}.labels", "present when the online probe / classifier is on (or set online_probe=False)", None
+        )
     return images.to(device, torch.float32), labels
 
 
@@ -71,8 +75,9 @@ def _state_cpu(module: nn.Module) -> dict[str, torch.Tensor]:
 
 
 @torch.no_grad()
-def _accuracy(features_fn: Callable, head: nn.Module, images: torch.Tensor, labels: torch.Tensor,
-              batch_size: int, rt: _Runtime) -> float:
+def _accuracy(
+    features_fn: Callable, head: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int, rt: _Runtime
+) -> float:
     """Accuracy of ``head(features_fn(x))``, the eval set split into contiguous per-rank shards."""
     n = images.shape[0]
     dry = dry_run_limits()
@@ -81,13 +86,12 @@ def _accuracy(features_fn: Callable, head: nn.Module, images: torch.Tensor, labe
     lo, hi = n * rt.rank // rt.world, n * (rt.rank + 1) // rt.world
     correct = torch.zeros((), dtype=torch.float64, device=rt.device)
     for s in range(lo, hi, batch_size):
-        x = images[s:min(s + batch_size, hi)]
+        x = images[s : min(s + batch_size, hi)]
         with rt.autocast():
             f = features_fn(x)
         logits = head(f.float())
-        correct += (logits.argmax(1) == labels[s:s + x.shape[0]]).sum()
-    tot = rt.all_reduce_sum(torch.stack([correct, torch.tensor(float(hi - lo), dtype=torch.float64,
-                                                                    device=rt.device)]))
+        correct += (logits.argmax(1) == labels[s : s + x.shape[0]]).sum()
+    tot = rt.all_reduce_sum(torch.stack([correct, torch.tensor(float(hi - lo), dtype=torch.float64, device=rt.device)]))
     return float(tot[0] / tot[1])
 
 
@@ -97,7 +101,8 @@ def _check_loss(values: Sequence[float], *, epoch: int, epochs: int, it: int, it
         raise NonFiniteLossError(
             f"non-finite training loss {loss} at epoch {epoch + 1}/{epochs}, iteration {it + 1}/{iters} "
             f"(global step {epoch * iters + it + 1}); loss terms {list(values)}, lr={lr:.3g}; "
-            "try a lower blr, clip_grad, or amp='off'")
+            "try a lower blr, clip_grad, or amp='off'"
+        )
 
 
 class _LossLog:
@@ -142,10 +147,10 @@ class _LossLog:
         k, n = int(got[0]), self.sums.numel()
         if k >= 0:
             epoch, it, lr = self.pending[k]
-            _check_loss(got[1 + n:], epoch=epoch, epochs=self.epochs, it=it, iters=self.iters, lr=lr)
+            _check_loss(got[1 + n :], epoch=epoch, epochs=self.epochs, it=it, iters=self.iters, lr=lr)
         self.pending.clear()
         self.count.zero_()
-        self.last = got[1:1 + n]
+        self.last = got[1 : 1 + n]
         return list(self.last)
 
 
@@ -156,11 +161,24 @@ def _log_every(cfg, rt: _Runtime) -> int:
     return every if every is not None else (50 if rt.device.type == "cuda" else 1)
 
 
-def _optimizer_step(*, rt: _Runtime, cfg, opt: torch.optim.Optimizer, scaler, params_of: nn.Module,
-                    peak: float, epoch: int, it: int, iters: int, images: torch.Tensor, perm: torch.Tensor,
-                    aug_gen: torch.Generator, forward: Callable[[torch.Tensor], Any],
-                    loss_terms: Callable[[Any, torch.Tensor], tuple[torch.Tensor, torch.Tensor]], log: _LossLog
-                    ) -> tuple[float, torch.Tensor, Any, torch.Tensor]:
+def _optimizer_step(
+    *,
+    rt: _Runtime,
+    cfg,
+    opt: torch.optim.Optimizer,
+    scaler,
+    params_of: nn.Module,
+    peak: float,
+    epoch: int,
+    it: int,
+    iters: int,
+    images: torch.Tensor,
+    perm: torch.Tensor,
+    aug_gen: torch.Generator,
+    forward: Callable[[torch.Tensor], Any],
+    loss_terms: Callable[[Any, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    log: _LossLog,
+) -> tuple[float, torch.Tensor, Any, torch.Tensor]:
     """One optimiser step of :func:`train` and :func:`fine_tune` (iteration ``it`` of ``epoch``).
 
     In this order: set the scheduled lr (:func:`lr_at` at ``epoch + it / iters``, times each group's ``lr_scale``);
@@ -177,7 +195,7 @@ def _optimizer_step(*, rt: _Runtime, cfg, opt: torch.optim.Optimizer, scaler, pa
         g["lr"] = lr * g.get("lr_scale", 1.0)
     bsz = cfg.batch_size
     s = it * bsz * rt.world + rt.rank * bsz
-    idx = perm[s:s + bsz]
+    idx = perm[s : s + bsz]
     x = images[idx]
     if cfg.augment:
         x = random_resized_crop_flip(x, aug_gen, scale=cfg.crop_scale, ratio=cfg.crop_ratio, hflip=cfg.hflip)
@@ -211,6 +229,7 @@ def _dry_steps(budget: int | None, start_iter: int, iters: int) -> int:
 # one pre-training epoch
 # ----------------------------------------------------------------------------------------------------------------
 
+
 class _Acc:
     """Per-epoch accumulators (plain floats so partial epochs can be checkpointed)."""
 
@@ -221,15 +240,22 @@ class _Acc:
         self.seconds = float(d.get("seconds", 0.0))
 
     def to_dict(self) -> dict:
-        return {"loss": self.loss, "rec": self.rec, "unif": self.unif, "lr": self.lr, "steps": self.steps,
-                "seconds": self.seconds}
+        return {
+            "loss": self.loss,
+            "rec": self.rec,
+            "unif": self.unif,
+            "lr": self.lr,
+            "steps": self.steps,
+            "seconds": self.seconds,
+        }
 
 
 def _call_model(model: nn.Module, x: torch.Tensor, mask_ratio, generator) -> dict:
     out = model(x, mask_ratio=mask_ratio, generator=generator)
     if not isinstance(out, dict) or "loss" not in out:
-        raise ParameterError("model", "a module whose forward returns a dict with 'loss' (maelab.models "
-                             "interface)", type(out).__name__)
+        raise ParameterError(
+            "model", "a module whose forward returns a dict with 'loss' (maelab.models interface)", type(out).__name__
+        )
     return out
 
 
@@ -314,17 +340,35 @@ def _run_epoch(run: _Run, epoch: int, start_iter: int, partial: dict | None, bar
     t0 = time.perf_counter()
     for it in range(start_iter, stop):
         lr, idx, out, _ = _optimizer_step(
-            rt=rt, cfg=cfg, opt=run.opt, scaler=run.scaler, params_of=run.base, peak=run.peak, epoch=epoch, it=it,
-            iters=iters, images=run.images, perm=perm, aug_gen=run.aug_gen, forward=run.forward,
-            loss_terms=run.loss_terms, log=log)
+            rt=rt,
+            cfg=cfg,
+            opt=run.opt,
+            scaler=run.scaler,
+            params_of=run.base,
+            peak=run.peak,
+            epoch=epoch,
+            it=it,
+            iters=iters,
+            images=run.images,
+            perm=perm,
+            aug_gen=run.aug_gen,
+            forward=run.forward,
+            loss_terms=run.loss_terms,
+            log=log,
+        )
         if run.hnet is not None:
             _probe_step(run, lr, idx, out)
         acc.lr += lr
         acc.steps += 1
         bar.update(1)
         step = epoch * iters + it + 1
-        if (run.ckpt is not None and cfg.checkpoint_every_iters and step % cfg.checkpoint_every_iters == 0
-                and it + 1 < iters and run.budget is None):
+        if (
+            run.ckpt is not None
+            and cfg.checkpoint_every_iters
+            and step % cfg.checkpoint_every_iters == 0
+            and it + 1 < iters
+            and run.budget is None
+        ):
             acc.loss, acc.rec, acc.unif = log.check()
             acc.seconds += time.perf_counter() - t0
             _save(run, epoch, it + 1, acc)
@@ -347,16 +391,29 @@ def _end_epoch(run: _Run, done: int, acc: _Acc, bar) -> None:
     if run.eval_images is not None and (done % cfg.eval_every == 0 or done == cfg.epochs):
         base.eval()
         head.eval()
-        ev = _accuracy(lambda z: base.forward_features(z, pool=cfg.probe_pool), head, run.eval_images,
-                       run.eval_labels, cfg.eval_batch_size, rt)
+        ev = _accuracy(
+            lambda z: base.forward_features(z, pool=cfg.probe_pool),
+            head,
+            run.eval_images,
+            run.eval_labels,
+            cfg.eval_batch_size,
+            rt,
+        )
         base.train()
         head.train()
     steps = acc.steps or float("nan")  # 0 only in a dry run's step-less epochs: NaN means, not a division error
     done_iters = run.iters if run.budget is None else acc.steps
-    rec = {"epoch": done, "loss": acc.loss / steps, "loss_rec": acc.rec / steps,
-           "loss_unif": acc.unif / steps, "lr": acc.lr / steps, "online_acc": online,
-           "eval_online_acc": ev, "seconds": acc.seconds,
-           "images_per_s": done_iters * run.global_batch / acc.seconds if acc.seconds > 0 else float("nan")}
+    rec = {
+        "epoch": done,
+        "loss": acc.loss / steps,
+        "loss_rec": acc.rec / steps,
+        "loss_unif": acc.unif / steps,
+        "lr": acc.lr / steps,
+        "online_acc": online,
+        "eval_online_acc": ev,
+        "seconds": acc.seconds,
+        "images_per_s": done_iters * run.global_batch / acc.seconds if acc.seconds > 0 else float("nan"),
+    }
     run.history.append(rec)
     bar.set_postfix(epoch=done, loss=f"{rec['loss']:.4f}", refresh=False)
     for cb in run.callbacks:

@@ -5,13 +5,15 @@ resumes it from its checkpoint or starts it (callbacks and snapshot at epoch 0),
 (``maelab.train.loop._run_epoch``). The order in which random streams are created and used is part of the
 contract (bit-identical runs for the same seed on CPU); do not reorder the set-up.
 """
+
 from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -21,7 +23,7 @@ from .._validate import ParameterError, is_bool
 from .checkpoint import _fingerprint, _resume, load_checkpoint
 from .config import TrainConfig
 from .distributed import _Runtime
-from .loop import _data_tensors, _num_classes, _run_epoch, _Run, _state_cpu
+from .loop import _data_tensors, _num_classes, _Run, _run_epoch, _state_cpu
 from .schedule import param_groups
 from .seeds import _AUG, _GLOBAL, _MASK, _PROBE, _derive_seed
 
@@ -61,7 +63,6 @@ class TrainResult:
         return pd.DataFrame(self.history).set_index("epoch")
 
 
-
 def _make_probe(dim: int, num_classes: int, bn: bool, seed: int) -> nn.Sequential:
     with torch.random.fork_rng(devices=[]):  # leave the global generator (and so the model's trajectory) alone
         torch.manual_seed(seed)
@@ -70,8 +71,9 @@ def _make_probe(dim: int, num_classes: int, bn: bool, seed: int) -> nn.Sequentia
         return nn.Sequential(*layers)
 
 
-def _probe_for(base: nn.Module, data, images: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig,
-               rt: _Runtime) -> nn.Module:
+def _probe_for(
+    base: nn.Module, data, images: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig, rt: _Runtime
+) -> nn.Module:
     """The online probe head on the device: width from ``embed_dim`` (else one forward), classes from the data."""
     dim = getattr(base, "embed_dim", None)
     if not isinstance(dim, int):
@@ -82,8 +84,9 @@ def _probe_for(base: nn.Module, data, images: torch.Tensor, labels: torch.Tensor
     return _make_probe(dim, _num_classes(data, labels), cfg.probe_bn, _derive_seed(cfg.seed, _PROBE)).to(rt.device)
 
 
-def _setup(model: nn.Module, data, cfg: TrainConfig, *, eval_data, checkpoint_dir, device: str,
-           callbacks: Sequence[Callable]) -> _Run:
+def _setup(
+    model: nn.Module, data, cfg: TrainConfig, *, eval_data, checkpoint_dir, device: str, callbacks: Sequence[Callable]
+) -> _Run:
     """Validate the data, put it and the model on the device, seed, build probe, optimisers and generators."""
     rt = _Runtime.create(device, cfg.amp)
     labelled = getattr(data, "labels", None) is not None
@@ -93,8 +96,7 @@ def _setup(model: nn.Module, data, cfg: TrainConfig, *, eval_data, checkpoint_di
     if eval_data is not None and use_probe:
         eval_images, eval_labels = _data_tensors(eval_data, "eval_data", rt.device, need_labels=True)
     elif eval_data is not None:
-        warnings.warn("eval_data is ignored: the online probe is off (no labels or online_probe=False)",
-                      stacklevel=3)
+        warnings.warn("eval_data is ignored: the online probe is off (no labels or online_probe=False)", stacklevel=3)
     n, gb = images.shape[0], cfg.batch_size * rt.world
     iters = n // gb
     if iters == 0:
@@ -111,20 +113,42 @@ def _setup(model: nn.Module, data, cfg: TrainConfig, *, eval_data, checkpoint_di
     popt = rt.adamw(param_groups(head, cfg.weight_decay), lr=probe_peak, betas=cfg.betas) if head else None
     dry = dry_run_limits()
     return _Run(
-        cfg=cfg, rt=rt, base=base, head=head, opt=opt, popt=popt,
+        cfg=cfg,
+        rt=rt,
+        base=base,
+        head=head,
+        opt=opt,
+        popt=popt,
         scaler=torch.amp.GradScaler("cuda") if rt.amp_dtype == torch.float16 else None,
         mask_gen=torch.Generator(device=rt.device).manual_seed(_derive_seed(cfg.seed, _MASK, rt.rank)),
         aug_gen=torch.Generator().manual_seed(_derive_seed(cfg.seed, _AUG, rt.rank)),
-        images=images, labels=labels, eval_images=eval_images, eval_labels=eval_labels, iters=iters, peak=peak,
-        probe_peak=probe_peak, ckpt=Path(checkpoint_dir) / "last.pt" if checkpoint_dir is not None else None,
-        fingerprint=_fingerprint(images), callbacks=tuple(callbacks),
+        images=images,
+        labels=labels,
+        eval_images=eval_images,
+        eval_labels=eval_labels,
+        iters=iters,
+        peak=peak,
+        probe_peak=probe_peak,
+        ckpt=Path(checkpoint_dir) / "last.pt" if checkpoint_dir is not None else None,
+        fingerprint=_fingerprint(images),
+        callbacks=tuple(callbacks),
         probe_counts=torch.zeros(2, dtype=torch.float64, device=rt.device),
-        budget=dry.train_steps if dry is not None else None)
+        budget=dry.train_steps if dry is not None else None,
+    )
 
 
-def train(model: nn.Module, data, config: TrainConfig | None = None, *, eval_data=None,
-          checkpoint_dir: str | os.PathLike | None = None, resume: bool = True, device: str = "auto",
-          progress: bool | None = None, callbacks: Sequence[Callable[[int, nn.Module], Any]] = ()) -> TrainResult:
+def train(
+    model: nn.Module,
+    data,
+    config: TrainConfig | None = None,
+    *,
+    eval_data=None,
+    checkpoint_dir: str | os.PathLike | None = None,
+    resume: bool = True,
+    device: str = "auto",
+    progress: bool | None = None,
+    callbacks: Sequence[Callable[[int, nn.Module], Any]] = (),
+) -> TrainResult:
     """Self-supervised pre-training of a maelab model (any variant) with the official MAE recipe.
 
     Args:
@@ -158,8 +182,9 @@ def train(model: nn.Module, data, config: TrainConfig | None = None, *, eval_dat
     is_bool("resume", resume)
     if callable(callbacks):
         callbacks = (callbacks,)
-    run = _setup(model, data, cfg, eval_data=eval_data, checkpoint_dir=checkpoint_dir, device=device,
-                 callbacks=callbacks)
+    run = _setup(
+        model, data, cfg, eval_data=eval_data, checkpoint_dir=checkpoint_dir, device=device, callbacks=callbacks
+    )
     start_epoch, start_iter, partial, resumed_from = 0, 0, None, None
     if run.ckpt is not None and resume and run.ckpt.exists():
         start_epoch, start_iter, partial = _resume(run, load_checkpoint(run.ckpt))
@@ -173,8 +198,13 @@ def train(model: nn.Module, data, config: TrainConfig | None = None, *, eval_dat
     run.hnet = run.rt.wrap(run.head) if run.head is not None else None
 
     total = cfg.epochs * run.iters
-    bar = pbar(total=total, initial=min(start_epoch * run.iters + start_iter, total), desc="train", unit="step",
-               progress=progress if run.rt.rank == 0 else False)
+    bar = pbar(
+        total=total,
+        initial=min(start_epoch * run.iters + start_iter, total),
+        desc="train",
+        unit="step",
+        progress=progress if run.rt.rank == 0 else False,
+    )
     try:
         for epoch in range(start_epoch, cfg.epochs):
             _run_epoch(run, epoch, start_iter, partial, bar)
@@ -184,5 +214,12 @@ def train(model: nn.Module, data, config: TrainConfig | None = None, *, eval_dat
     run.base.eval()
     if run.head is not None:
         run.head.eval()
-    return TrainResult(model=run.base, history=run.history, config=cfg, probe=run.head, snapshots=run.snapshots,
-                       checkpoint=run.ckpt, resumed_from=resumed_from)
+    return TrainResult(
+        model=run.base,
+        history=run.history,
+        config=cfg,
+        probe=run.head,
+        snapshots=run.snapshots,
+        checkpoint=run.ckpt,
+        resumed_from=resumed_from,
+    )

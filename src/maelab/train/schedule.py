@@ -5,12 +5,13 @@
 * :func:`~maelab.train.param_groups`: no weight decay on biases, 1-d parameters (norms) and ``NO_DECAY_PATTERNS``
   (timm's ``param_groups_weight_decay``), optionally with layer-wise lr decay (``lr_scale`` per group).
 """
+
 from __future__ import annotations
 
 import fnmatch
 import math
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch.nn as nn
 
@@ -48,8 +49,9 @@ def _layer_id(name: str, num_layers: int) -> int:
     return num_layers
 
 
-def param_groups(model: nn.Module, weight_decay: float, *, layer_decay: float | None = None,
-                 no_weight_decay: Iterable[str] = ()) -> list[dict]:
+def param_groups(
+    model: nn.Module, weight_decay: float, *, layer_decay: float | None = None, no_weight_decay: Iterable[str] = ()
+) -> list[dict]:
     """AdamW parameter groups: no decay on biases, 1-d parameters and ``NO_DECAY_PATTERNS`` (fnmatch on names).
 
     Without ``layer_decay`` this is timm's ``param_groups_weight_decay``. With it, every group also carries
@@ -72,7 +74,11 @@ def param_groups(model: nn.Module, weight_decay: float, *, layer_decay: float | 
         lid = _layer_id(name, num_layers)
         key = (lid, no_wd)
         if key not in groups:
-            groups[key] = {"params": [], "weight_decay": 0.0 if no_wd else weight_decay,
-                           "lr_scale": layer_decay ** (num_layers - lid), "layer_id": lid}
+            groups[key] = {
+                "params": [],
+                "weight_decay": 0.0 if no_wd else weight_decay,
+                "lr_scale": layer_decay ** (num_layers - lid),
+                "layer_id": lid,
+            }
         groups[key]["params"].append(p)
     return [groups[k] for k in sorted(groups)]

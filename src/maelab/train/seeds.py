@@ -5,6 +5,7 @@ has its own seed derived from ``(config.seed, purpose, ...)`` by ``numpy.random.
 collide. The data order of an epoch is a pure function of ``(seed, epoch)``: identical on CPU and GPU, for any world
 size, and trivially restored on resume.
 """
+
 from __future__ import annotations
 
 import numpy as np

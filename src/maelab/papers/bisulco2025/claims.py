@@ -4,6 +4,7 @@ Data for the scoreboard: each row says what the paper claims, where, the paper's
 computes our verdict (:mod:`maelab.claims`) and the notebook that measures it. Rows are grouped by notebook, in
 the scoreboard's order; ``masking`` is a Foundations page, but the claims it checks are Bisulco's §F.
 """
+
 from __future__ import annotations
 
 from maelab.claims import Above, Below, Claim, Monotone, PairedGreater, Within
@@ -15,7 +16,7 @@ CLAIMS: list[Claim] = [
         paper="bisulco2025",
         where="Supp. §F, Eq. 18–21",
         statement="The DFT of a 1-D mask made of rectangular pulses of width p equals the sinc-like envelope "
-                  "sin(πpk/D)/sin(πk/D) times a sum of phase terms (Eq. 19–20, with the exponent e^{-j2πka_i/D}).",
+        "sin(πpk/D)/sin(πk/D) times a sum of phase terms (Eq. 19–20, with the exponent e^{-j2πka_i/D}).",
         paper_value="identity (exact)",
         criterion=Below(1e-9),
         notebook="masking",
@@ -36,7 +37,7 @@ CLAIMS: list[Claim] = [
         paper="bisulco2025",
         where="Supp. §F, Fig. 22",
         statement="Masking with square p×p patches on the patch grid zeros out frequencies in a grating pattern: the "
-                  "mask's power vanishes wherever k_x or k_y is a non-zero multiple of D/p.",
+        "mask's power vanishes wherever k_x or k_y is a non-zero multiple of D/p.",
         paper_value="zeros (exact)",
         criterion=Below(1e-20),
         notebook="masking",
@@ -47,7 +48,7 @@ CLAIMS: list[Claim] = [
         paper="bisulco2025",
         where="Supp. §F, Fig. 22 and text",
         statement="Masking acts as spectral smoothing analogous to sinc filtering: larger patches add less "
-                  "high-frequency power to the masked image.",
+        "high-frequency power to the masked image.",
         paper_value="qualitative (Fig. 22)",
         criterion=Monotone("decreasing"),
         notebook="masking",
@@ -59,24 +60,24 @@ CLAIMS: list[Claim] = [
         paper="bisulco2025",
         where="Supp. §C, Lemma 1",
         statement="The expected linear-MAE loss over Bernoulli patch masks is ||X − (1−m)XAB||² + m(1−m)||GAB||² with "
-                  "GᵀG = Blkdiag_p(XᵀX).",
+        "GᵀG = Blkdiag_p(XᵀX).",
         paper_value="identity (exact)",
         criterion=Below(4.0, z=0.0),
         notebook="bisulco_linear_mae",
         measure="max over (m, p) of |Monte-Carlo mean − Lemma 1| / Monte-Carlo s.e. (real crops, A B = a closed-form "
-                "optimum)",
+        "optimum)",
     ),
     Claim(
         id="bisulco.thm1_sgd_loss_gap",
         paper="bisulco2025",
         where="Supp. §A, Theorem 1 (eq. 12–14)",
         statement="A linear MAE trained by SGD with sampled masks reaches the closed-form minimum Tr(XᵀX) − "
-                  "(1−m)Σ_{i≤k} λ_i(C), C = XᵀX V⁻¹ XᵀX.",
+        "(1−m)Σ_{i≤k} λ_i(C), C = XᵀX V⁻¹ XᵀX.",
         paper_value="minimum of eq. 12",
         criterion=Below(1e-3),
         notebook="bisulco_linear_mae",
         measure="relative gap (loss − closed form) / closed form after sampled-mask Adam only; per seed the max over "
-                "(m, p) configurations; mean + 2 s.e. over seeds",
+        "(m, p) configurations; mean + 2 s.e. over seeds",
     ),
     Claim(
         id="bisulco.thm1_subspace",
@@ -87,7 +88,7 @@ CLAIMS: list[Claim] = [
         criterion=Below(1.0),
         notebook="bisulco_linear_mae",
         measure="largest principal angle (degrees) between the decoder row space and the top-k eigenvectors of C, "
-                "after sampled-mask Adam + exact-expected-loss polish; per seed the max over (m, p); mean + 2 s.e.",
+        "after sampled-mask Adam + exact-expected-loss polish; per seed the max over (m, p); mean + 2 s.e.",
     ),
     Claim(
         id="bisulco.thm1_m0_pca",
@@ -98,14 +99,14 @@ CLAIMS: list[Claim] = [
         criterion=Below(1.0),
         notebook="bisulco_linear_mae",
         measure="largest principal angle (degrees) between the trained m = 0 decoder and the top-k right singular "
-                "vectors of X (numpy SVD); mean + 2 s.e. over seeds",
+        "vectors of X (numpy SVD); mean + 2 s.e. over seeds",
     ),
     Claim(
         id="bisulco.lemma6_mean_variance",
         paper="bisulco2025",
         where="Supp. §B and Lemma 6",
         statement="For a linear f the MAE loss is ||x − f(μ)||² − ||f(μ)||² + ∫||f(r⊙x)||²dr with μ the mean masked "
-                  "image: fit the mean masked image, minimise the variance of predictions over masks.",
+        "image: fit the mean masked image, minimise the variance of predictions over masks.",
         paper_value="identity (exact)",
         criterion=Below(4.0, z=0.0),
         notebook="bisulco_linear_mae",
@@ -115,13 +116,13 @@ CLAIMS: list[Claim] = [
         id="bisulco.lemma4_small_m",
         paper="bisulco2025",
         where="Supp. §B (text after Lemma 4's statement)",
-        statement="The Taylor approximation around 0 (Lemma 4) \"is only valid for small masking ratio\": its error "
-                  "grows with m.",
+        statement='The Taylor approximation around 0 (Lemma 4) "is only valid for small masking ratio": its error '
+        "grows with m.",
         paper_value="qualitative",
         criterion=Monotone("increasing"),
         notebook="bisulco_linear_mae",
         measure="relative error |Lemma 4 − Monte-Carlo loss| / loss of a tanh autoencoder f(x) = s·tanh(xA/s)B, "
-                "against m; ± s.e. of the Monte-Carlo loss",
+        "against m; ± s.e. of the Monte-Carlo loss",
     ),
     # ---- bisulco_ising ----
     Claim(
@@ -129,24 +130,24 @@ CLAIMS: list[Claim] = [
         paper="bisulco2025",
         where="Supp. §E, Fig. 21; main text Fig. 1",
         statement="Raising the masking ratio biases the linear MAE towards long-range correlations: the spatial scale "
-                  "of its reconstruction weights AB grows with m.",
+        "of its reconstruction weights AB grows with m.",
         paper_value="qualitative (Fig. 21)",
         criterion=Monotone("increasing"),
         notebook="bisulco_ising",
         measure="decay length of mean |(AB)_ij| against torus distance, closed form on Ising samples at T_c, rank "
-                "d/4, m = 0.01 … 0.99 at fixed p; mean ± s.e. over independent sample draws",
+        "d/4, m = 0.01 … 0.99 at fixed p; mean ± s.e. over independent sample draws",
     ),
     Claim(
         id="bisulco.fig20_scale_grows_with_p",
         paper="bisulco2025",
         where="Supp. §E, Fig. 20; main text Fig. 1",
         statement="Increasing the patch size at fixed masking ratio biases the encoder towards long-range "
-                  "correlations: the spatial scale of AB grows with p.",
+        "correlations: the spatial scale of AB grows with p.",
         paper_value="qualitative (Fig. 20)",
         criterion=Monotone("increasing"),
         notebook="bisulco_ising",
         measure="decay length of mean |(AB)_ij| against torus distance at m = 0.5, p = 2 … 16, rank d/4; mean ± s.e. "
-                "over sample draws",
+        "over sample draws",
     ),
     Claim(
         id="bisulco.fig21_high_vs_low_m",
@@ -167,7 +168,7 @@ CLAIMS: list[Claim] = [
         criterion=PairedGreater(),
         notebook="bisulco_ising",
         measure="per sample draw: smallest decay length among the MAEs of Figs. 20–21 (m, p) ∈ {(0.5, 8), (0.5, 16), "
-                "(0.99, 16)} minus the larger of AE (= PCA) and Gaussian DAE, rank d/4",
+        "(0.99, 16)} minus the larger of AE (= PCA) and Gaussian DAE, rank d/4",
     ),
     # ---- bisulco_jacobians ----
     Claim(
@@ -175,31 +176,31 @@ CLAIMS: list[Claim] = [
         paper="bisulco2025",
         where="Main text Fig. 1; Supp. Fig. 13C (linear MAE)",
         statement="For the optimal linear MAE (Theorem 1) on natural-photo crops, the weights an output pixel puts on "
-                  "the input spread further as the mask ratio m grows (patch size as in Fig. 13, p = 8).",
+        "the input spread further as the mask ratio m grows (patch size as in Fig. 13, p = 8).",
         paper_value="qualitative (Fig. 1, 13C)",
         criterion=Monotone("increasing"),
         notebook="bisulco_jacobians",
         measure="half-mass radius (px) of the columns of W = A*B*, mean over central output pixels; mean ± s.e. over "
-                "data seeds; m = 0.1 … 0.9",
+        "data seeds; m = 0.1 … 0.9",
     ),
     Claim(
         id="bisulco.jac_linear_spread_vs_p",
         paper="bisulco2025",
         where="Main text Fig. 1; Supp. Figs. 13C, 20",
         statement="For the optimal linear MAE on natural-photo crops, the weights spread further as the patch size p "
-                  "grows (mask ratio as in Fig. 13, m = 0.8).",
+        "grows (mask ratio as in Fig. 13, m = 0.8).",
         paper_value="qualitative (Fig. 1, 13C, 20)",
         criterion=Monotone("increasing"),
         notebook="bisulco_jacobians",
         measure="half-mass radius (px) of the columns of W = A*B*, mean over central output pixels; mean ± s.e. over "
-                "data seeds; p = 2, 4, 8",
+        "data seeds; p = 2, 4, 8",
     ),
     Claim(
         id="bisulco.jac_linear_ae_most_local",
         paper="bisulco2025",
         where="Main text Fig. 1; Supp. Fig. 13C",
         statement="The plain linear autoencoder (m = 0, same bottleneck k) has more local weights than the linear MAE "
-                  "at every mask ratio and patch size tried.",
+        "at every mask ratio and patch size tried.",
         paper_value="qualitative (Fig. 1, 13C)",
         criterion=Above(0.0),
         notebook="bisulco_jacobians",
@@ -210,20 +211,20 @@ CLAIMS: list[Claim] = [
         paper="bisulco2025",
         where="Main text Fig. 1; Supp. Figs. 5, 13A",
         statement="For a nonlinear ViT MAE (patch 8), the Jacobian of a masked output pixel with respect to the "
-                  "visible input spreads further as the training mask ratio m grows.",
+        "visible input spreads further as the training mask ratio m grows.",
         paper_value="qualitative (Fig. 1, 5, 13A)",
         criterion=Monotone("increasing"),
         notebook="bisulco_jacobians",
         measure="half-mass radius (px) of |∂ pred(r, c) / ∂ x| with the mask fixed, each model at its training m; "
-                "mean ± s.e. over test images (one mask each, several masked output pixels); m = all trained ratios ≥ "
-                "0.1",
+        "mean ± s.e. over test images (one mask each, several masked output pixels); m = all trained ratios ≥ "
+        "0.1",
     ),
     Claim(
         id="bisulco.jac_mae_spread_vs_p",
         paper="bisulco2025",
         where="Main text Fig. 1; Supp. Figs. 5, 13",
         statement="For a nonlinear ViT MAE (m = 0.8), the masked-pixel Jacobian spreads further as the patch size "
-                  "grows.",
+        "grows.",
         paper_value="qualitative (Fig. 1, 5, 13)",
         criterion=Monotone("increasing"),
         notebook="bisulco_jacobians",
@@ -234,12 +235,12 @@ CLAIMS: list[Claim] = [
         paper="bisulco2025",
         where="Main text Fig. 1",
         statement="A nonlinear ViT autoencoder trained without masking (m = 0) has a more local Jacobian than the MAE "
-                  "at every mask ratio tried.",
+        "at every mask ratio tried.",
         paper_value="qualitative (Fig. 1)",
         criterion=Above(0.0),
         notebook="bisulco_jacobians",
         measure="per-image [half-mass radius of the most local MAE − that of the AE] (px), same test images; mean ± "
-                "s.e.",
+        "s.e.",
     ),
     # ---- bisulco_sweeps ----
     Claim(
@@ -267,8 +268,8 @@ CLAIMS: list[Claim] = [
         paper="bisulco2025",
         where="Supp. §D, Fig. 14 and text",
         statement="The reconstruction (training) loss is not a good proxy for downstream performance: lower loss does "
-                  "not mean higher linear-probe accuracy. Criterion: a proxy would show Spearman ρ(loss, accuracy) ≤ "
-                  "−0.5.",
+        "not mean higher linear-probe accuracy. Criterion: a proxy would show Spearman ρ(loss, accuracy) ≤ "
+        "−0.5.",
         paper_value="qualitative",
         criterion=Above(-0.5),
         notebook="bisulco_sweeps",
@@ -283,7 +284,7 @@ CLAIMS: list[Claim] = [
         criterion=Above(1.0),
         notebook="bisulco_sweeps",
         measure="per-layer training-step FLOPs of the decoder / of the encoder (least-squares slopes over the depth "
-                "grid; FLOPs, not wall time, because this machine is shared -- the step-time ratio is in the note)",
+        "grid; FLOPs, not wall time, because this machine is shared -- the step-time ratio is in the note)",
     ),
     Claim(
         id="bisulco.fig16_patch_time",
@@ -294,7 +295,7 @@ CLAIMS: list[Claim] = [
         criterion=PairedGreater(),
         notebook="bisulco_sweeps",
         measure="log(training-step FLOPs at the smallest patch / at the largest patch), paired over mask ratios "
-                "(step-time ratios in the note)",
+        "(step-time ratios in the note)",
     ),
     Claim(
         id="bisulco.fig17_patch_acc",
@@ -331,11 +332,11 @@ CLAIMS: list[Claim] = [
         paper="bisulco2025",
         where="Supp. §D, Fig. 19 and text",
         statement="Shallower encoders are less similar (linear CKA) to the deepest encoder, particularly at the last "
-                  "layer.",
+        "layer.",
         paper_value="qualitative",
         criterion=Monotone("increasing"),
         notebook="bisulco_sweeps",
         measure="CKA of each encoder's last layer with the deepest encoder's last layer (another seed) against depth, "
-                "mean ± s.e. over seeds",
+        "mean ± s.e. over seeds",
     ),
 ]

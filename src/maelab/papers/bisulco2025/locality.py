@@ -16,6 +16,7 @@ closed forms from :mod:`maelab.linear_mae`. Here:
 * **Profiles** (:func:`binned_profile`, :func:`mean_profile`): mean absolute weight against distance, normalised
   per map as the paper's "normalised weight" (Fig. 13C).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -28,8 +29,7 @@ from maelab import linear_mae, metrics
 from maelab._util import blas_limit
 from maelab._validate import ParameterError, positive_int
 
-__all__ = ["binned_profile", "central_pixels", "linear_weights", "map_spread", "mean_profile",
-           "uniform_visible_spread"]
+__all__ = ["binned_profile", "central_pixels", "linear_weights", "map_spread", "mean_profile", "uniform_visible_spread"]
 
 
 def linear_weights(X: Any, m: float, patch_size: int, k: int, height: int, width: int) -> np.ndarray:
@@ -51,7 +51,7 @@ def central_pixels(height: int, width: int, margin: int) -> np.ndarray:
     positive_int("margin", margin, minimum=0)
     if 2 * margin >= min(height, width):
         raise ParameterError("margin", f"an integer < min(height, width)/2 = {min(height, width) / 2:g}", margin)
-    r, c = np.mgrid[margin:height - margin, margin:width - margin]
+    r, c = np.mgrid[margin : height - margin, margin : width - margin]
     return np.stack([r.ravel(), c.ravel()], axis=1)
 
 
@@ -62,7 +62,7 @@ def _maps_np(maps: Any) -> np.ndarray:
     if isinstance(maps, torch.Tensor):
         maps = maps.detach().cpu().double().numpy()
     a = np.asarray(maps, dtype=np.float64)
-    if a.ndim == 4:                          # (N, C, H, W): sum |.| over channels
+    if a.ndim == 4:  # (N, C, H, W): sum |.| over channels
         a = np.abs(a).sum(axis=1)
     if a.ndim != 3:
         raise ParameterError("maps", "an (N, H, W) or (N, C, H, W) array", a.shape)

@@ -15,6 +15,7 @@ notebooks and ``scripts/check_cost_model.py``, which checks the model against th
   algebra on the CPU): no planned runs, "negligible" in the plan tables; their measured cpu wall times are in the
   committed results' provenance.
 """
+
 from __future__ import annotations
 
 from ...cost import PlannedRun
@@ -28,10 +29,21 @@ def jacobian_runs(profile: str) -> list[PlannedRun]:
     configs += [(S.mask_ratio, p) for p in sorted(set(S.patch_sizes) - {S.patch_size})]
     runs = []
     for m, p in configs:
-        spec = PretrainSpec(dataset="natural", n_train=S.n_train, n_test=S.n_images, img_size=S.img_size,
-                            channels=1, model="mae", size=S.model_size,
-                            model_overrides=(("norm_pix_loss", False), ("patch_size", p)), epochs=S.epochs,
-                            batch_size=S.batch_size, blr=S.blr, warmup_epochs=S.warmup_epochs, mask_ratio=m)
+        spec = PretrainSpec(
+            dataset="natural",
+            n_train=S.n_train,
+            n_test=S.n_images,
+            img_size=S.img_size,
+            channels=1,
+            model="mae",
+            size=S.model_size,
+            model_overrides=(("norm_pix_loss", False), ("patch_size", p)),
+            epochs=S.epochs,
+            batch_size=S.batch_size,
+            blr=S.blr,
+            warmup_epochs=S.warmup_epochs,
+            mask_ratio=m,
+        )
         run = PlannedRun.from_spec(spec, label=f"MAE m={m:g} p={p}", repeats=len(S.seeds), online_eval=False)
         runs.append(PlannedRun(**{**{f: getattr(run, f) for f in run.__dataclass_fields__}, "eval_images": 0}))
     return runs
@@ -41,26 +53,54 @@ def sweep_runs(profile: str) -> list[PlannedRun]:
     S = settings("bisulco_sweeps", profile)
     seeds, e = list(S.seeds), S.epochs
     snaps = tuple(sorted({x for x in S.snapshot_epochs if x <= e} | {e}))
-    cells = [(enc, dec, S.patch_size, S.mask_ratio, seeds[0]) for enc in sorted(S.encoder_depths)
-             for dec in sorted(S.decoder_depths)]
-    cells += [(enc, S.key_decoder_depth, S.patch_size, S.mask_ratio, s) for s in seeds[1:]
-              for enc in sorted(S.encoder_depths)]
-    cells += [c for c in ((S.grid_depth, S.grid_decoder_depth, p, m, seeds[0]) for p in sorted(S.patch_sizes)
-                          for m in sorted(S.mask_ratios)) if c not in cells]
+    cells = [
+        (enc, dec, S.patch_size, S.mask_ratio, seeds[0])
+        for enc in sorted(S.encoder_depths)
+        for dec in sorted(S.decoder_depths)
+    ]
+    cells += [
+        (enc, S.key_decoder_depth, S.patch_size, S.mask_ratio, s) for s in seeds[1:] for enc in sorted(S.encoder_depths)
+    ]
+    cells += [
+        c
+        for c in (
+            (S.grid_depth, S.grid_decoder_depth, p, m, seeds[0])
+            for p in sorted(S.patch_sizes)
+            for m in sorted(S.mask_ratios)
+        )
+        if c not in cells
+    ]
     runs = []
     for enc, dec, patch, mask, seed in cells:
         key = dec == S.key_decoder_depth and patch == S.patch_size and mask == S.mask_ratio
-        spec = PretrainSpec(dataset=S.dataset, n_train=S.n_train, n_test=S.n_test, img_size=S.img_size, channels=1,
-                            model="mae", size=S.size,
-                            model_overrides=(("decoder_depth", dec), ("depth", enc), ("patch_size", patch)),
-                            epochs=e, batch_size=S.batch_size, blr=S.blr, warmup_epochs=1.0, mask_ratio=mask,
-                            seed=seed, snapshot_epochs=snaps if key else (),
-                            finetune_epochs=S.finetune_epochs if key and seed == seeds[0] else 0)
+        spec = PretrainSpec(
+            dataset=S.dataset,
+            n_train=S.n_train,
+            n_test=S.n_test,
+            img_size=S.img_size,
+            channels=1,
+            model="mae",
+            size=S.size,
+            model_overrides=(("decoder_depth", dec), ("depth", enc), ("patch_size", patch)),
+            epochs=e,
+            batch_size=S.batch_size,
+            blr=S.blr,
+            warmup_epochs=1.0,
+            mask_ratio=mask,
+            seed=seed,
+            snapshot_epochs=snaps if key else (),
+            finetune_epochs=S.finetune_epochs if key and seed == seeds[0] else 0,
+        )
         runs.append(PlannedRun.from_spec(spec, label=f"enc{enc} dec{dec} p{patch} m{mask:g} s{seed}"))
     return runs
 
 
 def plans(profile: str) -> dict[str, list[PlannedRun]]:
     """``{notebook: planned runs}`` of this paper's notebooks in ``profile`` (empty: no network trained)."""
-    return {"masking": [], "bisulco_linear_mae": [], "bisulco_ising": [], "bisulco_jacobians": jacobian_runs(profile),
-            "bisulco_sweeps": sweep_runs(profile)}
+    return {
+        "masking": [],
+        "bisulco_linear_mae": [],
+        "bisulco_ising": [],
+        "bisulco_jacobians": jacobian_runs(profile),
+        "bisulco_sweeps": sweep_runs(profile),
+    }

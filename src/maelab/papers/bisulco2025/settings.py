@@ -4,11 +4,22 @@
 Each class holds the ``cpu`` values as defaults and ``SMOKE`` / ``GPU`` overrides; see :mod:`maelab.profiles`.
 Edited only by the respective notebook's author.
 """
+
 from __future__ import annotations
 
 from ..._validate import ParameterError
-from ...profiles import (NotebookSettings, divides, is_choice, is_int, is_list, is_number, is_ratio, is_str,
-                         notebook_settings, setting)
+from ...profiles import (
+    NotebookSettings,
+    divides,
+    is_choice,
+    is_int,
+    is_list,
+    is_number,
+    is_ratio,
+    is_str,
+    notebook_settings,
+    setting,
+)
 
 _SERIES = "the Monotone claim needs a series of >= 2 points"
 
@@ -31,8 +42,15 @@ class MaskingSettings(NotebookSettings):
     """
 
     SMOKE = {"D": 64, "patch_sizes_1d": [2, 4, 8], "n_masks_1d": 4, "crop": 64, "n_crops": 4, "n_mask_draws": 2}
-    GPU = {"D": 512, "patch_sizes_1d": [2, 4, 8, 16, 32, 64], "n_masks_1d": 1000, "crop": 256, "n_crops": 256,
-           "n_mask_draws": 32, "photo_scale": 1.0}
+    GPU = {
+        "D": 512,
+        "patch_sizes_1d": [2, 4, 8, 16, 32, 64],
+        "n_masks_1d": 1000,
+        "crop": 256,
+        "n_crops": 256,
+        "n_mask_draws": 32,
+        "photo_scale": 1.0,
+    }
 
     D: int = setting(256, "length of the 1-D signals of the identity check", is_int(2))
     patch_sizes_1d: tuple = setting([2, 4, 8, 16, 32], "pulse widths p of the identity check", is_list(is_int()))
@@ -41,10 +59,14 @@ class MaskingSettings(NotebookSettings):
     n_crops: int = setting(64, "photo crops (>= 2: the smoothing claim has error bars over crops)", is_int(2))
     n_mask_draws: int = setting(16, "masks drawn per crop and patch size", is_int())
     mask_ratio: float = setting(0.5, "mask ratio of the 2-D spectra, in (0, 1)", is_ratio())
-    patch_sizes_2d: tuple = setting([4, 8, 16], "masking-unit sides p of the 2-D spectra (divide crop)",
-                                    is_list(is_int(), min_len=2, increasing=True, why=_SERIES))
-    photo_scale: float = setting(0.5, "downscale factor of the photos before cropping", is_number(0.0, 1.0,
-                                                                                                 low_open=True))
+    patch_sizes_2d: tuple = setting(
+        [4, 8, 16],
+        "masking-unit sides p of the 2-D spectra (divide crop)",
+        is_list(is_int(), min_len=2, increasing=True, why=_SERIES),
+    )
+    photo_scale: float = setting(
+        0.5, "downscale factor of the photos before cropping", is_number(0.0, 1.0, low_open=True)
+    )
 
     def validate(self) -> None:
         divides("patch_sizes_2d", self.patch_sizes_2d, self.crop, "crop")
@@ -61,41 +83,71 @@ class BisulcoLinearMAESettings(NotebookSettings):
     gpu: this notebook is CPU linear algebra (float64); sized from the cpu cost (~4x the data, 1.5x steps).
     """
 
-    SMOKE = {"dataset": "mnist10k", "n": 200, "mask_ratios": [0.25, 0.75], "patch_sizes": [2, 4], "mc_draws": 100,
-             "thm1_configs": [[0.5, 4]], "seeds": [0], "sgd_steps": 100, "polish_steps": 50,
-             "spectrum_ratios": [0.0, 0.5, 0.9], "taylor_ratios": [0.1, 0.5, 0.9], "taylor_draws": 20}
-    GPU = {"crop": 16, "n": 2000, "patch_sizes": [2, 4, 8], "mc_draws": 1000,
-           "thm1_configs": [[0.25, 2], [0.5, 4], [0.75, 8]], "sgd_steps": 3000, "taylor_draws": 1000}
+    SMOKE = {
+        "dataset": "mnist10k",
+        "n": 200,
+        "mask_ratios": [0.25, 0.75],
+        "patch_sizes": [2, 4],
+        "mc_draws": 100,
+        "thm1_configs": [[0.5, 4]],
+        "seeds": [0],
+        "sgd_steps": 100,
+        "polish_steps": 50,
+        "spectrum_ratios": [0.0, 0.5, 0.9],
+        "taylor_ratios": [0.1, 0.5, 0.9],
+        "taylor_draws": 20,
+    }
+    GPU = {
+        "crop": 16,
+        "n": 2000,
+        "patch_sizes": [2, 4, 8],
+        "mc_draws": 1000,
+        "thm1_configs": [[0.25, 2], [0.5, 4], [0.75, 8]],
+        "sgd_steps": 3000,
+        "taylor_draws": 1000,
+    }
 
-    dataset: str = setting("natural", "crops of bundled photos ('natural') or MNIST digits ('mnist10k')",
-                           is_choice("natural", "mnist10k", "shapes"))
+    dataset: str = setting(
+        "natural",
+        "crops of bundled photos ('natural') or MNIST digits ('mnist10k')",
+        is_choice("natural", "mnist10k", "shapes"),
+    )
     crop: int = setting(12, "crop side in pixels (d = crop^2)", is_int(4))
     n: int = setting(1000, "crops", is_int(2))
     mask_ratios: tuple = setting([0.25, 0.5, 0.75], "Lemma 1: mask ratios", is_list(is_ratio()))
-    patch_sizes: tuple = setting([2, 3, 4, 6], "Lemma 1 and the spectrum: patch sizes (divide crop)",
-                                 is_list(is_int(), min_len=2, increasing=True, why="the spectrum compares them"))
+    patch_sizes: tuple = setting(
+        [2, 3, 4, 6],
+        "Lemma 1 and the spectrum: patch sizes (divide crop)",
+        is_list(is_int(), min_len=2, increasing=True, why="the spectrum compares them"),
+    )
     mc_draws: int = setting(500, "Monte-Carlo mask draws per (m, p)", is_int(2))
     k: int = setting(3, "rank of the linear MAE", is_int())
-    thm1_configs: tuple = setting([[0.25, 3], [0.5, 4], [0.75, 6]], "Theorem 1: (mask ratio, patch size) pairs",
-                                  is_list(_pair))
-    seeds: tuple = setting([0, 1, 2], "Theorem 1 training seeds (>= 2 for the claims' s.e.; 1 is allowed)",
-                           is_list(is_int(0)))
+    thm1_configs: tuple = setting(
+        [[0.25, 3], [0.5, 4], [0.75, 6]], "Theorem 1: (mask ratio, patch size) pairs", is_list(_pair)
+    )
+    seeds: tuple = setting(
+        [0, 1, 2], "Theorem 1 training seeds (>= 2 for the claims' s.e.; 1 is allowed)", is_list(is_int(0))
+    )
     sgd_steps: int = setting(2000, "Theorem 1: sampled-mask Adam steps", is_int())
     polish_steps: int = setting(1000, "Theorem 1: Adam steps on the exact expected loss", is_int())
     lr: float = setting(1e-2, "Theorem 1: learning rate of the sampled-mask phase", is_number(0.0, low_open=True))
     polish_lr: float = setting(1e-3, "Theorem 1: learning rate of the polish", is_number(0.0, low_open=True))
-    spectrum_ratios: tuple = setting([0.0, 0.25, 0.5, 0.75, 0.9], "mask ratios of the C-spectrum figure (p = 4)",
-                                     is_list(is_ratio(zero=True)))
-    taylor_ratios: tuple = setting([0.1, 0.3, 0.5, 0.7, 0.9], "Lemmas 4-6: mask ratios (p = 4)",
-                                   is_list(is_ratio(), min_len=2, increasing=True, why=_SERIES))
+    spectrum_ratios: tuple = setting(
+        [0.0, 0.25, 0.5, 0.75, 0.9], "mask ratios of the C-spectrum figure (p = 4)", is_list(is_ratio(zero=True))
+    )
+    taylor_ratios: tuple = setting(
+        [0.1, 0.3, 0.5, 0.7, 0.9],
+        "Lemmas 4-6: mask ratios (p = 4)",
+        is_list(is_ratio(), min_len=2, increasing=True, why=_SERIES),
+    )
     taylor_draws: int = setting(200, "Lemmas 4-5: Monte-Carlo draws of the tanh autoencoder's loss", is_int(2))
 
     def validate(self) -> None:
         divides("patch_sizes", self.patch_sizes, self.crop, "crop")
         divides("thm1_configs patch size", [p for _, p in self.thm1_configs], self.crop, "crop")
         divides("patch size 4 (Lemma 1, spectrum, Lemmas 4-6)", 4, self.crop, "crop")
-        if self.k >= self.crop ** 2:
-            raise ParameterError("k", f"an integer below d = crop^2 = {self.crop ** 2}", self.k)
+        if self.k >= self.crop**2:
+            raise ParameterError("k", f"an integer below d = crop^2 = {self.crop**2}", self.k)
 
 
 @notebook_settings
@@ -108,22 +160,39 @@ class BisulcoIsingSettings(NotebookSettings):
     smoke: one seed, so the paired claims are inconclusive: the pipeline only.
     """
 
-    SMOKE = {"L": 16, "n": 300, "seeds": [0], "rank_fracs": [0.25], "p_for_m": 4, "mask_ratios": [0.01, 0.5, 0.99],
-             "patch_sizes": [2, 4, 8]}
+    SMOKE = {
+        "L": 16,
+        "n": 300,
+        "seeds": [0],
+        "rank_fracs": [0.25],
+        "p_for_m": 4,
+        "mask_ratios": [0.01, 0.5, 0.99],
+        "patch_sizes": [2, 4, 8],
+    }
     GPU = {"n": 8000, "seeds": [0, 1, 2, 3, 4]}
 
     L: int = setting(32, "side of the Ising lattice", is_int(4))
     n: int = setting(2000, "samples per seed", is_int(2))
-    seeds: tuple = setting([0, 1, 2], "independent sample sets (>= 2 for the paired claims; 1 is allowed)",
-                           is_list(is_int(0)))
-    rank_fracs: tuple = setting([0.25, 1.0], "ranks k = frac * L^2 of the closed forms (the first: the claims')",
-                                is_list(is_number(0.0, 1.0, low_open=True)))
+    seeds: tuple = setting(
+        [0, 1, 2], "independent sample sets (>= 2 for the paired claims; 1 is allowed)", is_list(is_int(0))
+    )
+    rank_fracs: tuple = setting(
+        [0.25, 1.0],
+        "ranks k = frac * L^2 of the closed forms (the first: the claims')",
+        is_list(is_number(0.0, 1.0, low_open=True)),
+    )
     p_for_m: int = setting(8, "patch size of the m-series (divides L)", is_int())
-    mask_ratios: tuple = setting([0.01, 0.25, 0.5, 0.75, 0.99], "the m-series (at p_for_m)",
-                                 is_list(is_ratio(), min_len=2, increasing=True, why=_SERIES))
+    mask_ratios: tuple = setting(
+        [0.01, 0.25, 0.5, 0.75, 0.99],
+        "the m-series (at p_for_m)",
+        is_list(is_ratio(), min_len=2, increasing=True, why=_SERIES),
+    )
     m_for_p: float = setting(0.5, "mask ratio of the p-series", is_ratio())
-    patch_sizes: tuple = setting([2, 4, 8, 16], "the p-series (at m_for_p); each divides L",
-                                 is_list(is_int(), min_len=2, increasing=True, why=_SERIES))
+    patch_sizes: tuple = setting(
+        [2, 4, 8, 16],
+        "the p-series (at m_for_p); each divides L",
+        is_list(is_int(), min_len=2, increasing=True, why=_SERIES),
+    )
     dae_sigma: float = setting(0.5, "noise of the DAE baseline (spins are +-1)", is_number(0.0, low_open=True))
     q: float = setting(0.9, "mass fraction of the mass radius", is_number(0.0, 1.0, low_open=True, high_open=True))
 
@@ -147,30 +216,66 @@ class BisulcoJacobiansSettings(NotebookSettings):
     and the linear part are not modelled).
     """
 
-    SMOKE = {"lin_size": 16, "lin_n": 300, "lin_patch_sizes": [4, 8], "lin_mask_ratios": [0.3, 0.8],
-             "dae_sigmas": [0.1], "lin_margin": 4, "lin_seeds": [0, 1], "lin_datasets": ["natural"],
-             "rank_fracs": [0.25, 1.0], "img_size": 32, "n_train": 128, "epochs": 1, "blr": 1.5e-3,
-             "warmup_epochs": 0.5, "mask_ratios": [0.3], "patch_sizes": [4, 8], "snapshot_epochs": [0, 1],
-             "n_images": 8, "n_pixels": 2}
-    GPU = {"lin_n": 8000, "model_size": "small", "n_train": 16000, "epochs": 40, "batch_size": 128, "blr": 3e-3,
-           "snapshot_epochs": [0, 1, 2, 4, 8, 16, 40], "n_images": 256, "n_pixels": 8, "seeds": [0, 1, 2]}
+    SMOKE = {
+        "lin_size": 16,
+        "lin_n": 300,
+        "lin_patch_sizes": [4, 8],
+        "lin_mask_ratios": [0.3, 0.8],
+        "dae_sigmas": [0.1],
+        "lin_margin": 4,
+        "lin_seeds": [0, 1],
+        "lin_datasets": ["natural"],
+        "rank_fracs": [0.25, 1.0],
+        "img_size": 32,
+        "n_train": 128,
+        "epochs": 1,
+        "blr": 1.5e-3,
+        "warmup_epochs": 0.5,
+        "mask_ratios": [0.3],
+        "patch_sizes": [4, 8],
+        "snapshot_epochs": [0, 1],
+        "n_images": 8,
+        "n_pixels": 2,
+    }
+    GPU = {
+        "lin_n": 8000,
+        "model_size": "small",
+        "n_train": 16000,
+        "epochs": 40,
+        "batch_size": 128,
+        "blr": 3e-3,
+        "snapshot_epochs": [0, 1, 2, 4, 8, 16, 40],
+        "n_images": 256,
+        "n_pixels": 8,
+        "seeds": [0, 1, 2],
+    }
 
     lin_size: int = setting(24, "linear part: crop side in pixels", is_int(4))
     lin_n: int = setting(3000, "linear part: crops per data seed", is_int(2))
-    lin_patch_sizes: tuple = setting([2, 4, 8], "linear part: patch sizes (divide lin_size)",
-                                     is_list(is_int(), min_len=2, increasing=True, why=_SERIES))
-    lin_mask_ratios: tuple = setting([0.1, 0.3, 0.5, 0.7, 0.8, 0.9], "linear part: mask ratios",
-                                     is_list(is_ratio(), min_len=2, increasing=True, why=_SERIES))
-    lin_rank_frac: float = setting(0.25, "linear part: bottleneck k = lin_rank_frac * d",
-                                   is_number(0.0, 1.0, low_open=True))
-    dae_sigmas: tuple = setting([0.05, 0.1, 0.2], "linear part: DAE noise sigmas (pixel units)",
-                                is_list(is_number(0.0, low_open=True)))
+    lin_patch_sizes: tuple = setting(
+        [2, 4, 8],
+        "linear part: patch sizes (divide lin_size)",
+        is_list(is_int(), min_len=2, increasing=True, why=_SERIES),
+    )
+    lin_mask_ratios: tuple = setting(
+        [0.1, 0.3, 0.5, 0.7, 0.8, 0.9],
+        "linear part: mask ratios",
+        is_list(is_ratio(), min_len=2, increasing=True, why=_SERIES),
+    )
+    lin_rank_frac: float = setting(
+        0.25, "linear part: bottleneck k = lin_rank_frac * d", is_number(0.0, 1.0, low_open=True)
+    )
+    dae_sigmas: tuple = setting(
+        [0.05, 0.1, 0.2], "linear part: DAE noise sigmas (pixel units)", is_list(is_number(0.0, low_open=True))
+    )
     lin_margin: int = setting(6, "linear part: margin of the central output pixels", is_int(0))
     lin_seeds: tuple = setting([0, 1, 2], "linear part: data seeds (>= 2 for s.e.)", is_list(is_int(0)))
-    lin_datasets: tuple = setting(["natural", "shapes"], "linear part: datasets",
-                                  is_list(is_choice("natural", "shapes", "mnist10k")))
-    rank_fracs: tuple = setting([0.125, 0.25, 0.5, 1.0], "ranks panel: k / d", is_list(is_number(0.0, 1.0,
-                                                                                                 low_open=True)))
+    lin_datasets: tuple = setting(
+        ["natural", "shapes"], "linear part: datasets", is_list(is_choice("natural", "shapes", "mnist10k"))
+    )
+    rank_fracs: tuple = setting(
+        [0.125, 0.25, 0.5, 1.0], "ranks panel: k / d", is_list(is_number(0.0, 1.0, low_open=True))
+    )
     model_size: str = setting("micro", "nonlinear part: model size (maelab.models.SIZES)", is_str())
     img_size: int = setting(64, "nonlinear part: image side", is_int(4))
     n_train: int = setting(2048, "nonlinear part: training crops", is_int())
@@ -180,29 +285,32 @@ class BisulcoJacobiansSettings(NotebookSettings):
     warmup_epochs: float = setting(1, "nonlinear part: warm-up epochs", is_number(0.0))
     patch_size: int = setting(8, "patch size of the main MAE and of the mask-ratio sweep (divides img_size)", is_int())
     mask_ratio: float = setting(0.8, "mask ratio of the main MAE and of the patch-size sweep, in (0, 1)", is_ratio())
-    mask_ratios: tuple = setting([0.1, 0.3, 0.5, 0.7, 0.9], "mask ratios of the nonlinear sweep (+ mask_ratio, and "
-                                 "an AE at m = 0)", is_list(is_ratio()))
-    patch_sizes: tuple = setting([4, 8, 16], "patch sizes of the nonlinear sweep (+ patch_size; divide img_size)",
-                                 is_list(is_int()))
-    snapshot_epochs: tuple = setting([0, 1, 2, 4, 8, 16], "epochs of the main model's snapshots",
-                                     is_list(is_int(0)))
+    mask_ratios: tuple = setting(
+        [0.1, 0.3, 0.5, 0.7, 0.9],
+        "mask ratios of the nonlinear sweep (+ mask_ratio, and an AE at m = 0)",
+        is_list(is_ratio()),
+    )
+    patch_sizes: tuple = setting(
+        [4, 8, 16], "patch sizes of the nonlinear sweep (+ patch_size; divide img_size)", is_list(is_int())
+    )
+    snapshot_epochs: tuple = setting([0, 1, 2, 4, 8, 16], "epochs of the main model's snapshots", is_list(is_int(0)))
     n_images: int = setting(128, "held-out crops per model (>= 2 for the s.e. over images)", is_int(2))
     n_pixels: int = setting(4, "masked output pixels per crop", is_int())
-    q: float = setting(0.5, "mass fraction of the half-mass radius", is_number(0.0, 1.0, low_open=True,
-                                                                               high_open=True))
-    seeds: tuple = setting([0], "training seeds of the nonlinear MAEs (1: s.e. over test images)",
-                           is_list(is_int(0)))
+    q: float = setting(0.5, "mass fraction of the half-mass radius", is_number(0.0, 1.0, low_open=True, high_open=True))
+    seeds: tuple = setting([0], "training seeds of the nonlinear MAEs (1: s.e. over test images)", is_list(is_int(0)))
 
     def validate(self) -> None:
         divides("lin_patch_sizes", self.lin_patch_sizes, self.lin_size, "lin_size")
         divides("patch_size", self.patch_size, self.img_size, "img_size")
         divides("patch_sizes", self.patch_sizes, self.img_size, "img_size")
         if len({m for m in self.mask_ratios if m >= 0.1} | {self.mask_ratio}) < 2:
-            raise ParameterError("mask_ratios", "mask ratios giving >= 2 points >= 0.1 with mask_ratio "
-                                 f"({_SERIES})", self.mask_ratios)
+            raise ParameterError(
+                "mask_ratios", f"mask ratios giving >= 2 points >= 0.1 with mask_ratio ({_SERIES})", self.mask_ratios
+            )
         if len(set(self.patch_sizes) | {self.patch_size}) < 2:
-            raise ParameterError("patch_sizes", f"patch sizes giving >= 2 points with patch_size ({_SERIES})",
-                                 self.patch_sizes)
+            raise ParameterError(
+                "patch_sizes", f"patch sizes giving >= 2 points with patch_size ({_SERIES})", self.patch_sizes
+            )
 
 
 @notebook_settings
@@ -218,13 +326,39 @@ class BisulcoSweepsSettings(NotebookSettings):
     CKA not modelled).
     """
 
-    SMOKE = {"n_train": 128, "n_test": 64, "epochs": 1, "encoder_depths": [1, 2], "decoder_depths": [1, 2],
-             "grid_depth": 1, "mask_ratios": [0.75, 0.9], "patch_sizes": [4, 8], "seeds": [0, 1],
-             "snapshot_epochs": [0], "finetune_epochs": 1, "cost_batch": 16, "cost_reps": 1, "cka_images": 64}
-    GPU = {"n_train": 8000, "n_test": 2000, "size": "small", "epochs": 40, "batch_size": 128, "blr": 1.5e-3,
-           "encoder_depths": [1, 2, 4, 8, 12], "key_decoder_depth": 4, "grid_depth": 4, "grid_decoder_depth": 4,
-           "snapshot_epochs": [5, 10, 20, 40], "finetune_epochs": 10, "cost_batch": 128, "cost_reps": 10,
-           "cka_images": 2000}
+    SMOKE = {
+        "n_train": 128,
+        "n_test": 64,
+        "epochs": 1,
+        "encoder_depths": [1, 2],
+        "decoder_depths": [1, 2],
+        "grid_depth": 1,
+        "mask_ratios": [0.75, 0.9],
+        "patch_sizes": [4, 8],
+        "seeds": [0, 1],
+        "snapshot_epochs": [0],
+        "finetune_epochs": 1,
+        "cost_batch": 16,
+        "cost_reps": 1,
+        "cka_images": 64,
+    }
+    GPU = {
+        "n_train": 8000,
+        "n_test": 2000,
+        "size": "small",
+        "epochs": 40,
+        "batch_size": 128,
+        "blr": 1.5e-3,
+        "encoder_depths": [1, 2, 4, 8, 12],
+        "key_decoder_depth": 4,
+        "grid_depth": 4,
+        "grid_decoder_depth": 4,
+        "snapshot_epochs": [5, 10, 20, 40],
+        "finetune_epochs": 10,
+        "cost_batch": 128,
+        "cost_reps": 10,
+        "cka_images": 2000,
+    }
 
     dataset: str = setting("mnist10k", "dataset of every run", is_choice("mnist10k", "shapes"))
     n_train: int = setting(2048, "training images", is_int())
@@ -234,24 +368,31 @@ class BisulcoSweepsSettings(NotebookSettings):
     epochs: int = setting(4, "pre-training epochs of every run", is_int())
     batch_size: int = setting(64, "batch size", is_int())
     blr: float = setting(3e-3, "base learning rate", is_number(0.0, low_open=True))
-    encoder_depths: tuple = setting([1, 2, 4], "encoder depths of the depth grid (transformer blocks)",
-                                    is_list(is_int(), min_len=2, why=_SERIES))
+    encoder_depths: tuple = setting(
+        [1, 2, 4], "encoder depths of the depth grid (transformer blocks)", is_list(is_int(), min_len=2, why=_SERIES)
+    )
     decoder_depths: tuple = setting([1, 2, 4, 8], "decoder depths of the depth grid", is_list(is_int()))
-    key_decoder_depth: int = setting(2, "decoder depth of the key column (all seeds; one of decoder_depths)",
-                                     is_int())
+    key_decoder_depth: int = setting(2, "decoder depth of the key column (all seeds; one of decoder_depths)", is_int())
     patch_size: int = setting(4, "patch size of the depth grid (divides img_size)", is_int())
     mask_ratio: float = setting(0.75, "mask ratio of the depth grid", is_ratio())
     grid_depth: int = setting(2, "encoder depth of the mask x patch grid", is_int())
     grid_decoder_depth: int = setting(2, "decoder depth of the mask x patch grid", is_int())
-    mask_ratios: tuple = setting([0.5, 0.75, 0.9], "mask ratios of the mask x patch grid",
-                                 is_list(is_ratio(), min_len=2, why=_SERIES))
-    patch_sizes: tuple = setting([2, 4, 8], "patch sizes of the mask x patch grid (divide img_size; the claims "
-                                 "compare the smallest and the largest)", is_list(is_int(), min_len=2,
-                                                                                  why="the claims compare two"))
-    seeds: tuple = setting([0, 1, 2], "model seeds; the grids use seeds[0], the key column all (>= 2 for the paired "
-                           "claims)", is_list(is_int(0)))
-    snapshot_epochs: tuple = setting([1, 2, 4], "snapshot epochs of the key column (the last epoch is added)",
-                                     is_list(is_int(0)))
+    mask_ratios: tuple = setting(
+        [0.5, 0.75, 0.9], "mask ratios of the mask x patch grid", is_list(is_ratio(), min_len=2, why=_SERIES)
+    )
+    patch_sizes: tuple = setting(
+        [2, 4, 8],
+        "patch sizes of the mask x patch grid (divide img_size; the claims compare the smallest and the largest)",
+        is_list(is_int(), min_len=2, why="the claims compare two"),
+    )
+    seeds: tuple = setting(
+        [0, 1, 2],
+        "model seeds; the grids use seeds[0], the key column all (>= 2 for the paired claims)",
+        is_list(is_int(0)),
+    )
+    snapshot_epochs: tuple = setting(
+        [1, 2, 4], "snapshot epochs of the key column (the last epoch is added)", is_list(is_int(0))
+    )
     finetune_epochs: int = setting(2, "fine-tuning epochs of the key column's first seed", is_int(0))
     cost_batch: int = setting(64, "batch size of the per-step cost measurement", is_int())
     cost_reps: int = setting(5, "repetitions of the per-step timing (the minimum is kept)", is_int())
@@ -259,8 +400,9 @@ class BisulcoSweepsSettings(NotebookSettings):
 
     def validate(self) -> None:
         if self.key_decoder_depth not in self.decoder_depths:
-            raise ParameterError("key_decoder_depth", "one of decoder_depths " + str(list(self.decoder_depths)),
-                                 self.key_decoder_depth)
+            raise ParameterError(
+                "key_decoder_depth", "one of decoder_depths " + str(list(self.decoder_depths)), self.key_decoder_depth
+            )
         divides("patch_size", self.patch_size, self.img_size, "img_size")
         divides("patch_sizes", self.patch_sizes, self.img_size, "img_size")
 

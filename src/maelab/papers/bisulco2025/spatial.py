@@ -20,6 +20,7 @@ distance, so :func:`maelab.metrics.radial_profile` and :func:`maelab.metrics.mas
 * ``mass_radius``: the torus radius holding a fraction q (default 0.9) of a receptive field's absolute weight
   (self-weight included), averaged over the d output pixels.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -121,5 +122,10 @@ def spatial_scale(W: Any, shape: Any, *, q: float = 0.9, outputs: Any = None) ->
     except ParameterError:  # fewer than two non-zero distance bins in range: nothing to fit
         ell = float("nan")
     radius = np.array([metrics.mass_radius(f, centre, q) for f in F])
-    return {"decay_length": ell, "mass_radius": float(radius.mean()), "mass_radius_sd": float(radius.std()),
-            "radii": radii, "profile": prof}
+    return {
+        "decay_length": ell,
+        "mass_radius": float(radius.mean()),
+        "mass_radius_sd": float(radius.std()),
+        "radii": radii,
+        "profile": prof,
+    }

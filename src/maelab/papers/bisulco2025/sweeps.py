@@ -20,10 +20,11 @@ not measure:
 * :func:`layer_features` and :func:`cka_matrix` -- per-block encoder representations of unmasked images and the
   matrix of linear CKA (:func:`maelab.metrics.linear_cka`) between the blocks of two encoders (Fig. 19).
 """
+
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -42,8 +43,7 @@ def _one_step(model, opt, x, mask_ratio, generator):
     opt.step()
 
 
-def step_cost(spec: experiments.PretrainSpec, *, batch_size: int | None = None, reps: int = 3,
-              warmup: int = 1) -> dict:
+def step_cost(spec: experiments.PretrainSpec, *, batch_size: int | None = None, reps: int = 3, warmup: int = 1) -> dict:
     """Cost of one pre-training step of ``spec``'s model on a batch of random images (CPU, float32).
 
     Returns ``flops`` (forward + backward, counted once; the optimiser update is not counted),
@@ -92,13 +92,13 @@ def layer_features(model, images: torch.Tensor, *, pool: str = "mean", batch_siz
         raise ParameterError("images", "a (N, C, H, W) tensor", tuple(getattr(images, "shape", ())))
     dry = dry_run_limits()
     if dry is not None:  # dry run: a few images
-        images = images[:dry.eval_images]
+        images = images[: dry.eval_images]
     was_training = model.training
     model.eval()
     dev = next(model.parameters()).device
     chunks: list[list[torch.Tensor]] = []
     for i in range(0, len(images), batch_size):
-        toks = model.encode(images[i:i + batch_size].to(dev), mask_ratio=0.0, return_tokens=True)["tokens"]
+        toks = model.encode(images[i : i + batch_size].to(dev), mask_ratio=0.0, return_tokens=True)["tokens"]
         if pool == "mean":
             per = [t[:, 1:].mean(dim=1) for t in toks]
         elif pool == "cls":
@@ -113,12 +113,15 @@ def layer_features(model, images: torch.Tensor, *, pool: str = "mean", batch_siz
 def cka_matrix(feats_a: Sequence, feats_b: Sequence) -> np.ndarray:
     """(len(feats_a), len(feats_b)) matrix of linear CKA between every pair of (N, d) feature matrices."""
     if not len(feats_a) or not len(feats_b):
-        raise ParameterError("feats_a", "two non-empty sequences of (N, d) feature matrices", (len(feats_a), len(feats_b)))
+        raise ParameterError(
+            "feats_a", "two non-empty sequences of (N, d) feature matrices", (len(feats_a), len(feats_b))
+        )
     return np.array([[metrics.linear_cka(a, b) for b in feats_b] for a in feats_a], dtype=np.float64)
 
 
-def snapshot_probe_accuracy(spec: experiments.PretrainSpec, *, device: str = "auto",
-                            progress: bool | None = None) -> dict:
+def snapshot_probe_accuracy(
+    spec: experiments.PretrainSpec, *, device: str = "auto", progress: bool | None = None
+) -> dict:
     """Linear-probe test accuracy of the weights at each of ``spec.snapshot_epochs``.
 
     Pre-trains ``spec`` with :func:`maelab.experiments.pretrain` (instant when its checkpoint is cached: the
@@ -136,17 +139,22 @@ def snapshot_probe_accuracy(spec: experiments.PretrainSpec, *, device: str = "au
     def probe(m) -> float:
         ftr = evaluate.extract_features(m, tr.images, pool=spec.pool, progress=False)
         fte = evaluate.extract_features(m, te.images, pool=spec.pool, progress=False)
-        return float(evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed,
-                                           blas_threads=1).test_acc)  # as pretrain_and_evaluate
+        return float(
+            evaluate.linear_probe(
+                ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed, blas_threads=1
+            ).test_acc
+        )  # as pretrain_and_evaluate
 
     epochs = sorted(res.snapshots)
-    accs = experiments.evaluate_snapshots(spec, model, res.snapshots, epochs, probe,
-                                          reseed=True)  # as the stored bisulco_sweeps results were computed
+    accs = experiments.evaluate_snapshots(
+        spec, model, res.snapshots, epochs, probe, reseed=True
+    )  # as the stored bisulco_sweeps results were computed
     return {"epochs": [int(e) for e in epochs], "linear_acc": accs}
 
 
-def evaluate_specs(specs: Sequence[experiments.PretrainSpec], *, device: str = "auto",
-                   progress: bool | None = None) -> list[dict]:
+def evaluate_specs(
+    specs: Sequence[experiments.PretrainSpec], *, device: str = "auto", progress: bool | None = None
+) -> list[dict]:
     """:func:`maelab.experiments.pretrain_and_evaluate` for each spec, in order (its probe with one BLAS thread, as
     the stored sweeps were computed)."""
     return [experiments.pretrain_and_evaluate(spec, device=device, progress=progress) for spec in specs]

@@ -6,6 +6,7 @@ model other papers use; the linear MAE itself (Lemma 1, Theorem 1) is general an
 :mod:`maelab.linear_mae`, whose conventions (rows of ``X`` are samples, keep-masks ``R``, Bernoulli patch masks,
 losses summed over samples) apply here unchanged.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from maelab._validate import in_range, positive_int
+
 # linear_mae's input checks (private there): these lemmas take exactly the linear MAE's inputs
 from maelab.linear_mae import _data, _factors, _patches, _ratio, expected_loss, sample_masks, second_moment
-from maelab._validate import in_range, positive_int
 from maelab.metrics import mean_sem
 
 __all__ = ["TanhAutoencoder", "lemma4_loss", "lemma5_loss", "lemma6_terms", "nonlinear_sampled_loss"]
@@ -35,9 +37,14 @@ def lemma6_terms(X: Any, A: Any, B: Any, m: float, patches: Any) -> dict[str, fl
     f_mu = (1 - _ratio(m)) * X @ W
     M2 = second_moment(X, m, patches)
     second = float(np.trace(W.T @ M2 @ W))
-    mean_fit, mean_norm = float(((X - f_mu) ** 2).sum()), float((f_mu ** 2).sum())
-    return {"mean_fit": mean_fit, "mean_norm": mean_norm, "second": second, "variance": second - mean_norm,
-            "total": mean_fit - mean_norm + second}
+    mean_fit, mean_norm = float(((X - f_mu) ** 2).sum()), float((f_mu**2).sum())
+    return {
+        "mean_fit": mean_fit,
+        "mean_norm": mean_norm,
+        "second": second,
+        "variance": second - mean_norm,
+        "total": mean_fit - mean_norm + second,
+    }
 
 
 @dataclass
@@ -66,8 +73,9 @@ class TanhAutoencoder:
         return np.einsum("kj,nk,ik->nji", self.B, h, self.A)
 
 
-def nonlinear_sampled_loss(X: Any, f: Any, m: float, patches: Any, *, draws: int = 200,
-                           rng: np.random.Generator | int | None = 0) -> tuple[float, float]:
+def nonlinear_sampled_loss(
+    X: Any, f: Any, m: float, patches: Any, *, draws: int = 200, rng: np.random.Generator | int | None = 0
+) -> tuple[float, float]:
     """Monte-Carlo E_R ||X - f(R*X)||_F^2 (Bernoulli patch masks) for any callable f on (n, d) arrays:
     (mean over ``draws``, standard error)."""
     X = _data(X)
@@ -97,4 +105,4 @@ def lemma5_loss(X: Any, f: TanhAutoencoder, m: float, patches: Any) -> float:
     onehot = (ids[:, None] == np.arange(num)[None, :]).astype(np.float64)  # (d, P)
     # J[:, :, P] x_P for every patch P: (n, d_out, P)
     per_patch = np.einsum("noi,ni,ip->nop", J, X, onehot)
-    return fit + m * (1 - m) * float((per_patch ** 2).sum())
+    return fit + m * (1 - m) * float((per_patch**2).sum())

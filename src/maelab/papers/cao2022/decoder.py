@@ -16,6 +16,7 @@
   can be dropped with re-weighted attention). The R^2 of a random vector on k generic vectors in R^h is k / h; it
   is returned as ``r2_chance`` for comparison.
 """
+
 from __future__ import annotations
 
 import torch
@@ -54,8 +55,9 @@ def _to_images(model, pred: torch.Tensor, imgs: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def layer_readouts(model, imgs: torch.Tensor, mask_ratio: float | None = None,
-                   generator: torch.Generator | None = None) -> dict:
+def layer_readouts(
+    model, imgs: torch.Tensor, mask_ratio: float | None = None, generator: torch.Generator | None = None
+) -> dict:
     """Fig. 3 read-outs. Returns ``readouts`` (1 + decoder_depth, N, C, H, W) in image space (index 0: decoder input,
     i.e. encoder output + mask tokens; index t: output of decoder block t), ``mask`` (N, 1, H, W; 1 = removed),
     ``enc`` and ``dec`` (the encoder / decoder dicts with tokens)."""
@@ -94,8 +96,9 @@ def relative_change_per_image(states) -> torch.Tensor:
 
 
 @torch.no_grad()
-def layer_changes(model, imgs: torch.Tensor, mask_ratio: float | None = None,
-                  generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+def layer_changes(
+    model, imgs: torch.Tensor, mask_ratio: float | None = None, generator: torch.Generator | None = None
+) -> dict[str, torch.Tensor]:
     """``encoder`` (depth, N) and ``decoder`` (decoder_depth, N) relative changes per block and image
     (:func:`relative_change_per_image`): block t's output against its input."""
     ro = layer_readouts(model, imgs, mask_ratio, generator)
@@ -107,9 +110,9 @@ def span_r2(z: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
     """Uncentred least-squares R^2 of each row of ``z`` (..., m, h) on the span of the rows of ``basis`` (..., k, h):
     ||P z||^2 / ||z||^2 with P the orthogonal projection onto the row space (float64)."""
     z, basis = z.double(), basis.double()
-    q, _ = torch.linalg.qr(basis.transpose(-2, -1))   # (..., h, k) orthonormal columns spanning the rows of basis
+    q, _ = torch.linalg.qr(basis.transpose(-2, -1))  # (..., h, k) orthonormal columns spanning the rows of basis
     proj = (z @ q) @ q.transpose(-2, -1)
-    return (proj ** 2).sum(-1) / (z ** 2).sum(-1).clamp_min(1e-300)
+    return (proj**2).sum(-1) / (z**2).sum(-1).clamp_min(1e-300)
 
 
 def grid_distances(grid: tuple[int, int]) -> torch.Tensor:
@@ -131,22 +134,26 @@ def attention_split(attn: torch.Tensor, mask: torch.Tensor, grid: tuple[int, int
     n, h, t, _ = attn.shape
     if mask.shape != (n, t - 1):
         raise ParameterError("mask", f"(N, L) = ({n}, {t - 1}) matching attn", tuple(mask.shape))
-    a = attn.double()[:, :, 1:, :]                          # masked + visible queries, all keys
-    vis = (mask == 0).double()                              # (N, L)
-    qm = mask.double()                                      # masked queries
-    w = qm[:, None, :, None]                                # weight of each query
+    a = attn.double()[:, :, 1:, :]  # masked + visible queries, all keys
+    vis = (mask == 0).double()  # (N, L)
+    qm = mask.double()  # masked queries
+    w = qm[:, None, :, None]  # weight of each query
     per_q = lambda m: (a[..., 1:] * m[:, None, None, :]).sum(-1)  # (N, h, L): mass on a key set
     denom = h * w.sum(dim=(1, 2, 3)).clamp_min(1)
-    avg = lambda x: (x * w[..., 0]).sum(dim=(1, 2)) / denom   # over heads and masked queries
+    avg = lambda x: (x * w[..., 0]).sum(dim=(1, 2)) / denom  # over heads and masked queries
     d = grid_distances(grid).to(a.device)
     far = (d > near).double()
     m_vis = per_q(vis)
     far_mass = (a[..., 1:] * vis[:, None, None, :] * far[None, None]).sum(-1)
-    out = {"visible": avg(m_vis), "masked": avg(per_q(qm)), "cls": avg(a[..., 0]),
-           "far_fraction": avg(far_mass / m_vis.clamp_min(1e-300))}
+    out = {
+        "visible": avg(m_vis),
+        "masked": avg(per_q(qm)),
+        "cls": avg(a[..., 0]),
+        "far_fraction": avg(far_mass / m_vis.clamp_min(1e-300)),
+    }
     prof = []
     for k in range(int(d.max()) + 1):
-        sel = (d == k).double()[None, None] * vis[:, None, None, :]          # (N, 1, L, L) visible keys at distance k
+        sel = (d == k).double()[None, None] * vis[:, None, None, :]  # (N, 1, L, L) visible keys at distance k
         cnt = h * (sel * w[..., 0][..., None]).sum(dim=(1, 2, 3))
         mean = (a[..., 1:] * sel * w).sum(dim=(1, 2, 3)) / cnt.clamp_min(1)
         prof.append(torch.where(cnt > 0, mean, torch.full_like(mean, float("nan"))))
@@ -155,22 +162,26 @@ def attention_split(attn: torch.Tensor, mask: torch.Tensor, grid: tuple[int, int
 
 
 @torch.no_grad()
-def decoder_attention(model, imgs: torch.Tensor, mask_ratio: float | None = None,
-                      generator: torch.Generator | None = None, near: int = 1) -> dict:
+def decoder_attention(
+    model, imgs: torch.Tensor, mask_ratio: float | None = None, generator: torch.Generator | None = None, near: int = 1
+) -> dict:
     """First decoder block: :func:`attention_split` of its attention plus ``r2`` (N,) (mean over heads and masked
     tokens of :func:`span_r2` of sum_j A_ij v_j on the visible tokens' values) and ``r2_chance`` = min(k, h) / h."""
     model = _check(model)
     if model.decoder_depth < 1:
         raise ParameterError("model", "an MAE with at least one decoder block", model.decoder_depth)
-    ratio = model.mask_ratio if mask_ratio is None else in_range("mask_ratio", mask_ratio, 0.0, 1.0, low_open=True,
-                                                                 high_open=True)
+    ratio = (
+        model.mask_ratio
+        if mask_ratio is None
+        else in_range("mask_ratio", mask_ratio, 0.0, 1.0, low_open=True, high_open=True)
+    )
     enc = model.encode(imgs, mask_ratio=ratio, generator=generator)
     x = _decoder_input(model, enc["latent"], enc["ids_restore"])
     blk = model.decoder_blocks[0]
-    attn = attention_map(blk, x)                                             # (N, h, T, T)
+    attn = attention_map(blk, x)  # (N, h, T, T)
     a = blk.attn
     qkv = a.qkv(blk.norm1(x)).reshape(x.shape[0], x.shape[1], 3, a.num_heads, a.head_dim).permute(2, 0, 3, 1, 4)
-    v = qkv[2]                                                               # (N, h, T, hd)
+    v = qkv[2]  # (N, h, T, hd)
     z = attn @ v
     out = attention_split(attn, enc["mask"], model.grid_size, near)
     r2 = []
@@ -189,6 +200,5 @@ def learned(trained_loss: float, init_loss: float, margin: float) -> str:
     the untrained model's, else the reason (for ``Evidence(unmet=...)``)."""
     in_range("margin", margin, 0.0, 1.0)
     if not (trained_loss == trained_loss) or trained_loss > (1 - margin) * init_loss:
-        return (f"model did not learn: test loss {trained_loss:.4g} not {margin:.0%} below the untrained "
-                f"{init_loss:.4g}")
+        return f"model did not learn: test loss {trained_loss:.4g} not {margin:.0%} below the untrained {init_loss:.4g}"
     return ""

@@ -39,6 +39,7 @@ Norms (``norms``): ``"l2"``: L^2(omega) with omega the unit square and mu Lebesg
 ||v(x)||^2); ``"sup"``: max over grid points of ||v(x)||; ``"l1"``: mean of ||v(x)||; ``"l2_interior"``: the L^2
 norm over the grid points in the central square [1/4, 3/4]^2 (away from the boundary layer).
 """
+
 from __future__ import annotations
 
 import math
@@ -74,11 +75,12 @@ def kernel_1d(n: int, width: float, scaling: str = "grid", kernel: str = "gaussi
     x = grid_points(n)
     w = continuum_width(n, width, scaling)
     d = (x[:, None] - x[None, :]) / w
-    return np.exp(-0.5 * d ** 2) if kernel == "gaussian" else np.exp(-np.abs(d))
+    return np.exp(-0.5 * d**2) if kernel == "gaussian" else np.exp(-np.abs(d))
 
 
-def attention_1d(n: int, width: float, scaling: str = "grid", kernel: str = "gaussian",
-                 normalisation: str = "softmax") -> np.ndarray:
+def attention_1d(
+    n: int, width: float, scaling: str = "grid", kernel: str = "gaussian", normalisation: str = "softmax"
+) -> np.ndarray:
     """The 1-D factor A1 of the 2-D attention matrix A = A1 (x) A1.
 
     ``"softmax"``: K1 row-normalised; row i is softmax_j(log k((x_i - x_j)/w)), i.e. attention with logits
@@ -113,7 +115,7 @@ def field_norm(v: np.ndarray, norm: str = "l2") -> float:
     """Norm of a feature map (n, n, d) over the unit square (see the module docstring for ``norm``)."""
     one_of("norm", norm, NORMS)
     v = _check_map(v)
-    pointwise = np.sqrt((v ** 2).sum(axis=2))
+    pointwise = np.sqrt((v**2).sum(axis=2))
     if norm == "sup":
         return float(pointwise.max())
     if norm == "l1":
@@ -124,7 +126,7 @@ def field_norm(v: np.ndarray, norm: str = "l2") -> float:
         pointwise = pointwise[np.ix_(inside, inside)]
         if pointwise.size == 0:
             raise ParameterError("v", "a grid with points in [1/4, 3/4] (n >= 2)", v.shape)
-    return float(np.sqrt((pointwise ** 2).mean()))
+    return float(np.sqrt((pointwise**2).mean()))
 
 
 def bv_seminorm(v: np.ndarray) -> float:
@@ -138,7 +140,7 @@ def bv_seminorm(v: np.ndarray) -> float:
     d2 = np.zeros_like(v)
     d1[:-1] = v[1:] - v[:-1]
     d2[:, :-1] = v[:, 1:] - v[:, :-1]
-    return float(np.sqrt((d1 ** 2 + d2 ** 2).sum(axis=2)).sum() / n)
+    return float(np.sqrt((d1**2 + d2**2).sum(axis=2)).sum() / n)
 
 
 def feature_map(kind: str, n: int, d: int = 4, seed: int = 0, modes: int = 4) -> np.ndarray:
@@ -162,20 +164,29 @@ def feature_map(kind: str, n: int, d: int = 4, seed: int = 0, modes: int = 4) ->
     if kind == "disk":
         c = rng.uniform(0.35, 0.65, size=2)
         u = rng.standard_normal(d)
-        return (((x1 - c[0]) ** 2 + (x2 - c[1]) ** 2) < 0.3 ** 2)[:, :, None] * (u / np.linalg.norm(u))
+        return (((x1 - c[0]) ** 2 + (x2 - c[1]) ** 2) < 0.3**2)[:, :, None] * (u / np.linalg.norm(u))
     coef = rng.standard_normal((modes, modes, d))
     ph = rng.uniform(0, 2 * np.pi, size=(2, modes, modes, d))
     k = np.arange(modes)
     out = np.zeros((n, n, d))
     for a in k:
         for b in k:
-            out += (coef[a, b] * np.cos(np.pi * a * x1[..., None] + ph[0, a, b])
-                    * np.cos(np.pi * b * x2[..., None] + ph[1, a, b])) / (1.0 + a * a + b * b)
+            out += (
+                coef[a, b]
+                * np.cos(np.pi * a * x1[..., None] + ph[0, a, b])
+                * np.cos(np.pi * b * x2[..., None] + ph[1, a, b])
+            ) / (1.0 + a * a + b * b)
     return out
 
 
-def layer_change(v: np.ndarray, width: float, scaling: str = "grid", kernel: str = "gaussian",
-                 normalisation: str = "softmax", norms=NORMS) -> dict[str, float]:
+def layer_change(
+    v: np.ndarray,
+    width: float,
+    scaling: str = "grid",
+    kernel: str = "gaussian",
+    normalisation: str = "softmax",
+    norms=NORMS,
+) -> dict[str, float]:
     """||v^{t+1} - v^t|| in each of ``norms`` for one attention layer on the map ``v`` (n, n, d), plus
     ``"norm_l2"`` (||v^t||_L2), ``"norm_sup"`` and ``"bv"`` (``|v^t|_BV``) for the right-hand side of (16)."""
     v = _check_map(v)
@@ -206,9 +217,19 @@ def mean_ci(samples, level: float = 0.95) -> tuple[float, float, float]:
     return m, m - half, m + half
 
 
-def rate_study(ns, *, n_maps: int = 8, d: int = 4, width: float = 1.0, scaling: str = "grid",
-               kernel: str = "gaussian", normalisation: str = "softmax", kind: str = "smooth", seed: int = 0,
-               norms=NORMS) -> dict:
+def rate_study(
+    ns,
+    *,
+    n_maps: int = 8,
+    d: int = 4,
+    width: float = 1.0,
+    scaling: str = "grid",
+    kernel: str = "gaussian",
+    normalisation: str = "softmax",
+    kind: str = "smooth",
+    seed: int = 0,
+    norms=NORMS,
+) -> dict:
     """The layer change against n for ``n_maps`` random feature maps (seeds ``seed .. seed + n_maps - 1``).
 
     Returns ``ns``; ``change[norm]`` (n_maps, len(ns)); ``slope[norm]`` (n_maps,) per-map log-log slopes;
@@ -227,5 +248,10 @@ def rate_study(ns, *, n_maps: int = 8, d: int = 4, width: float = 1.0, scaling: 
                 change[nm][m, j] = r[nm]
             const[m, j] = n * r["l2"] / (r["norm_l2"] + r["bv"]) if "l2" in norms else float("nan")
     slope = {nm: np.array([loglog_slope(ns, change[nm][m]) for m in range(n_maps)]) for nm in norms}
-    return {"ns": np.array(ns), "change": change, "slope": slope,
-            "rate": {nm: mean_ci(slope[nm]) for nm in norms}, "constant": const}
+    return {
+        "ns": np.array(ns),
+        "change": change,
+        "slope": slope,
+        "rate": {nm: mean_ci(slope[nm]) for nm in norms},
+        "constant": const,
+    }

@@ -33,6 +33,7 @@ patch-columns (an edge per selected patch).
 
 Unrecoverable patches are filled with the mean of the selected pixels (stated where errors are reported).
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -71,7 +72,7 @@ def low_rank_image(size: int, r: int, seed: int = 0, kind: str = "random", modes
         return (c[:, :, None] * np.cos(np.pi * k[None, :, None] * t + ph[:, :, None])).sum(1).T
 
     u = factor() @ factor().T
-    return u / np.sqrt((u ** 2).mean())
+    return u / np.sqrt((u**2).mean())
 
 
 def truncate_rank(img: np.ndarray, r: int) -> tuple[np.ndarray, float]:
@@ -166,7 +167,7 @@ def recoverable_fraction(sel) -> float:
 
 # ----------------------------------------------------------------------------------------------- reconstruction
 def _block(u: np.ndarray, i: int, j: int, nc: int) -> np.ndarray:
-    return u[i * nc:(i + 1) * nc, j * nc:(j + 1) * nc]
+    return u[i * nc : (i + 1) * nc, j * nc : (j + 1) * nc]
 
 
 def _paths(sel: np.ndarray, start: int) -> dict[int, int]:
@@ -219,7 +220,7 @@ def block_cur(img, sel, patch: int, rank: int | None = None) -> tuple[np.ndarray
             for a in range(2, len(nodes), 2):
                 r_, c_prev, c_next = nodes[a], nodes[a - 1] - n, nodes[a + 1] - n
                 m = m @ pinv(_block(img, r_, c_prev, patch)) @ _block(img, r_, c_next, patch)
-            out[i * patch:(i + 1) * patch, j * patch:(j + 1) * patch] = m
+            out[i * patch : (i + 1) * patch, j * patch : (j + 1) * patch] = m
             known[i, j] = True
     return out, known
 
@@ -245,9 +246,9 @@ def nonunique_witness(img, sel, patch: int, r: int, scale: float = 2.0) -> np.nd
     a = a.copy()
     rows, cols = components(sel)[0]
     for i in rows:
-        a[i * patch:(i + 1) * patch] *= scale
+        a[i * patch : (i + 1) * patch] *= scale
     for j in cols:
-        b[j * patch:(j + 1) * patch] /= scale
+        b[j * patch : (j + 1) * patch] /= scale
     return a @ b.T
 
 
@@ -263,8 +264,8 @@ def identifiability_deficiency(sel, patch: int, r: int, seed: int = 0) -> int:
     rows, cols = np.divmod(pix, size)
     jac = np.zeros((len(pix), 2 * size * r))
     for k in range(r):
-        jac[np.arange(len(pix)), rows * r + k] = b[cols, k]                 # d/dA[row, k]
-        jac[np.arange(len(pix)), size * r + cols * r + k] = a[rows, k]      # d/dB[col, k]
+        jac[np.arange(len(pix)), rows * r + k] = b[cols, k]  # d/dA[row, k]
+        jac[np.arange(len(pix)), size * r + cols * r + k] = a[rows, k]  # d/dB[col, k]
     rank = np.linalg.matrix_rank(jac)
     return int(2 * size * r - r * r - rank)
 
@@ -282,8 +283,8 @@ def factor_embedding(img, sel, patch: int, r: int) -> np.ndarray:
     a, b = u[:, :r] * s[:r], vt[:r].T
     y = np.zeros((sel.shape[0], patch * patch))
     for i, j in zip(*np.nonzero(sel)):
-        y[i, :patch * r] = a[i * patch:(i + 1) * patch].reshape(-1)
-        y[i, patch * r:2 * patch * r] = b[j * patch:(j + 1) * patch].reshape(-1)
+        y[i, : patch * r] = a[i * patch : (i + 1) * patch].reshape(-1)
+        y[i, patch * r : 2 * patch * r] = b[j * patch : (j + 1) * patch].reshape(-1)
     return y
 
 
@@ -293,14 +294,21 @@ def factor_reconstruct(y, sel, patch: int, r: int) -> np.ndarray:
     n = sel.shape[0]
     a, b = np.zeros((n * patch, r)), np.zeros((n * patch, r))
     for i, j in zip(*np.nonzero(sel)):
-        a[i * patch:(i + 1) * patch] = y[i, :patch * r].reshape(patch, r)
-        b[j * patch:(j + 1) * patch] = y[i, patch * r:2 * patch * r].reshape(patch, r)
+        a[i * patch : (i + 1) * patch] = y[i, : patch * r].reshape(patch, r)
+        b[j * patch : (j + 1) * patch] = y[i, patch * r : 2 * patch * r].reshape(patch, r)
     return a @ b.T
 
 
 # ------------------------------------------------------------------------------------------------------ study
-def selection_study(images: dict[str, list[np.ndarray]], n: int, ranks, kinds=SELECTIONS, draws: int = 4,
-                    seed: int = 0, truncate: bool = True) -> list[dict]:
+def selection_study(
+    images: dict[str, list[np.ndarray]],
+    n: int,
+    ranks,
+    kinds=SELECTIONS,
+    draws: int = 4,
+    seed: int = 0,
+    truncate: bool = True,
+) -> list[dict]:
     """For every image (dict: name -> list of (N, N) arrays, N = n N_c), rank r, selection kind and draw: the
     recoverable fraction and block-CUR errors (link pseudo-inverses truncated to rank r). ``truncate``: the image is
     first replaced by its best rank-r approximation (eps = 0 for the reconstruction target); False: the original
@@ -318,9 +326,19 @@ def selection_study(images: dict[str, list[np.ndarray]], n: int, ranks, kinds=SE
                         sel = selection(kind, n, seed=seed + 1000 * idx + d)
                         rec, known = block_cur(u, sel, patch, rank=int(r))
                         err = relative_errors(u, rec, known, patch)
-                        rows.append({"images": name, "image": idx, "N_c": patch, "r": int(r), "eps": eps,
-                                     "truncated": truncate,
-                                     "selection": kind, "draw": d, "patches": int(sel.sum()),
-                                     "recoverable": recoverable_fraction(sel),
-                                     **{f"err_{k}": v for k, v in err.items()}})
+                        rows.append(
+                            {
+                                "images": name,
+                                "image": idx,
+                                "N_c": patch,
+                                "r": int(r),
+                                "eps": eps,
+                                "truncated": truncate,
+                                "selection": kind,
+                                "draw": d,
+                                "patches": int(sel.sum()),
+                                "recoverable": recoverable_fraction(sel),
+                                **{f"err_{k}": v for k, v in err.items()},
+                            }
+                        )
     return rows

@@ -28,6 +28,7 @@ A u = z; Tikhonov's normal-equation form is (beta I + A* A) u = A* z. The paper'
 <K v, v> as the penalty, and its Euler-Lagrange equation (23) is the Lavrentiev form; either way the stability
 constant is 1 / beta, which is what the table shows.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,15 +40,16 @@ from .kernels import KERNELS, SCALINGS, feature_map, kernel_1d
 MAX_SIZE = 4096
 
 
-def attention_operator(n: int, width: float, scaling: str = "continuum", kernel: str = "gaussian",
-                       dim: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def attention_operator(
+    n: int, width: float, scaling: str = "continuum", kernel: str = "gaussian", dim: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
     """(A, alpha): the row-normalised kernel operator alpha^{-1} K (n^dim x n^dim, float64) and the row sums alpha of
     the quadrature-weighted kernel (weight n^-dim) on the n (x n) grid; 2-D operators are Kronecker products."""
     one_of("dim", dim, (1, 2))
     one_of("scaling", scaling, SCALINGS)
     one_of("kernel", kernel, KERNELS)
     positive_int("n", n)
-    if n ** dim > MAX_SIZE:
+    if n**dim > MAX_SIZE:
         raise ParameterError("n", f"at most {MAX_SIZE} grid points in all (n^dim); dense operators", n)
     k1 = kernel_1d(n, width, scaling, kernel) / n
     k = k1 if dim == 1 else np.kron(k1, k1)
@@ -83,11 +85,16 @@ def conditioning(a: np.ndarray, alpha: np.ndarray, beta: float) -> dict[str, flo
     bound = (beta + lam_max) / beta if beta > 0 else float("inf")
     with np.errstate(divide="ignore"):
         inv = 1.0 / s
-    return {"cond_2": float(s[0] / s[-1]) if s[-1] > 0 else float("inf"),
-            "cond_alpha": (beta + lam_max) / (beta + lam_min) if beta + lam_min > 0 else float("inf"),
-            "bound_alpha": bound, "bound_2": bound * float(np.max(alpha) / np.min(alpha)), "norm_alpha": lam_max,
-            "amp_rms": float(np.sqrt(np.mean(inv ** 2))), "amp_worst": float(inv.max()),
-            "lambda_min": float(lam.min())}
+    return {
+        "cond_2": float(s[0] / s[-1]) if s[-1] > 0 else float("inf"),
+        "cond_alpha": (beta + lam_max) / (beta + lam_min) if beta + lam_min > 0 else float("inf"),
+        "bound_alpha": bound,
+        "bound_2": bound * float(np.max(alpha) / np.min(alpha)),
+        "norm_alpha": lam_max,
+        "amp_rms": float(np.sqrt(np.mean(inv**2))),
+        "amp_worst": float(inv.max()),
+        "lambda_min": float(lam.min()),
+    }
 
 
 def noise_error_mc(m: np.ndarray, sigma: float = 1.0, draws: int = 1000, seed: int = 0) -> float:
@@ -97,7 +104,7 @@ def noise_error_mc(m: np.ndarray, sigma: float = 1.0, draws: int = 1000, seed: i
     positive_int("draws", draws)
     e = np.random.default_rng(seed).standard_normal((m.shape[0], draws)) * sigma
     x = np.linalg.solve(m, e)
-    return float(np.sqrt((x ** 2).sum(axis=0).mean() / m.shape[0]))
+    return float(np.sqrt((x**2).sum(axis=0).mean() / m.shape[0]))
 
 
 def recovery(a: np.ndarray, u_true: np.ndarray, beta: float, sigma: float, seed: int = 0) -> dict[str, float]:
@@ -110,12 +117,24 @@ def recovery(a: np.ndarray, u_true: np.ndarray, beta: float, sigma: float, seed:
     clean = np.linalg.solve(m, a @ u_true)
     noise = np.linalg.solve(m, e)
     nrm = np.linalg.norm(u_true)
-    return {"total": float(np.linalg.norm(clean + noise - u_true) / nrm),
-            "bias": float(np.linalg.norm(clean - u_true) / nrm), "noise": float(np.linalg.norm(noise) / nrm)}
+    return {
+        "total": float(np.linalg.norm(clean + noise - u_true) / nrm),
+        "bias": float(np.linalg.norm(clean - u_true) / nrm),
+        "noise": float(np.linalg.norm(noise) / nrm),
+    }
 
 
-def conditioning_study(ns, betas, *, width: float = 0.1, scaling: str = "continuum", kernel: str = "gaussian",
-                       dim: int = 1, sigma: float = 1e-3, seed: int = 0) -> list[dict]:
+def conditioning_study(
+    ns,
+    betas,
+    *,
+    width: float = 0.1,
+    scaling: str = "continuum",
+    kernel: str = "gaussian",
+    dim: int = 1,
+    sigma: float = 1e-3,
+    seed: int = 0,
+) -> list[dict]:
     """One row per (n, beta) (beta = 0 is the first kind): :func:`conditioning` plus :func:`recovery` of a smooth
     u* (:func:`maelab.papers.cao2022.kernels.feature_map` "smooth", one channel, the 1-D section for dim 1)."""
     rows = []

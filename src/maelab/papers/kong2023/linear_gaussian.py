@@ -43,6 +43,7 @@ canonical correlations with c are 1 -- the encoder learns only what the masked p
 
 A sampled version estimates Σ from n draws (seeded) and evaluates the estimated encoder in the population.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -54,9 +55,17 @@ import numpy as np
 from ..._validate import ParameterError, positive_int
 from .theory import HierarchicalDAG, SharedInfo, shared_latents
 
-__all__ = ["LinearGaussianModel", "make_model", "canonical_correlations", "covariance", "optimal_encoder",
-           "EncoderFit", "theorem2_check", "sweep_theorem2",
-           "theorem2_experiment"]
+__all__ = [
+    "LinearGaussianModel",
+    "make_model",
+    "canonical_correlations",
+    "covariance",
+    "optimal_encoder",
+    "EncoderFit",
+    "theorem2_check",
+    "sweep_theorem2",
+    "theorem2_experiment",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,8 +110,14 @@ def _random_invertible(rng: np.random.Generator, d_out: int, d_in: int, cond: fl
     return (u[:, :k] * s) @ v[:, :k].T
 
 
-def make_model(dag: HierarchicalDAG, noise_dims: int | Mapping[str, int] = 1, *, seed: int = 0,
-               cond: float = 4.0, generators: Mapping[str, np.ndarray] | None = None) -> LinearGaussianModel:
+def make_model(
+    dag: HierarchicalDAG,
+    noise_dims: int | Mapping[str, int] = 1,
+    *,
+    seed: int = 0,
+    cond: float = 4.0,
+    generators: Mapping[str, np.ndarray] | None = None,
+) -> LinearGaussianModel:
     """Random invertible linear generators on ``dag``.
 
     Args:
@@ -165,16 +180,18 @@ def canonical_correlations(c_aa: Any, c_bb: Any, c_ab: Any, rtol: float = 1e-12)
     has min(d_a, d_b) entries in decreasing order, padded with zeros when a or b is rank-deficient.
     """
     c_aa, c_bb, c_ab = (np.atleast_2d(np.asarray(m, dtype=np.float64)) for m in (c_aa, c_bb, c_ab))
-    if c_aa.shape[0] != c_aa.shape[1] or c_bb.shape[0] != c_bb.shape[1] or c_ab.shape != (c_aa.shape[0],
-                                                                                        c_bb.shape[0]):
-        raise ParameterError("c_ab", f"a ({c_aa.shape[0]}, {c_bb.shape[0]}) cross-covariance between square "
-                             "covariances", (c_aa.shape, c_bb.shape, c_ab.shape))
+    if c_aa.shape[0] != c_aa.shape[1] or c_bb.shape[0] != c_bb.shape[1] or c_ab.shape != (c_aa.shape[0], c_bb.shape[0]):
+        raise ParameterError(
+            "c_ab",
+            f"a ({c_aa.shape[0]}, {c_bb.shape[0]}) cross-covariance between square covariances",
+            (c_aa.shape, c_bb.shape, c_ab.shape),
+        )
     n = min(c_aa.shape[0], c_bb.shape[0])
     wa, wb = _inv_sqrt(c_aa, rtol), _inv_sqrt(c_bb, rtol)
     out = np.zeros(n)
     if wa.shape[1] and wb.shape[1]:
         s = np.linalg.svd(wa.T @ c_ab @ wb, compute_uv=False)
-        out[:min(n, s.size)] = np.clip(s[:n], 0.0, 1.0)
+        out[: min(n, s.size)] = np.clip(s[:n], 0.0, 1.0)
     return out
 
 
@@ -198,8 +215,9 @@ def _sample_cov(model: LinearGaussianModel, n: int, seed: int) -> np.ndarray:
     return xs.T @ xs / n
 
 
-def optimal_encoder(model: LinearGaussianModel, visible: Iterable[str], k: int, *, n_samples: int | None = None,
-                    seed: int = 0) -> EncoderFit:
+def optimal_encoder(
+    model: LinearGaussianModel, visible: Iterable[str], k: int, *, n_samples: int | None = None, seed: int = 0
+) -> EncoderFit:
     """Minimiser of E||x_m - B A x_mc||^2 (Eq. 2 for one fixed mask, linear E and D) by reduced-rank regression.
     A's columns follow ``model.stack(visible)`` (leaves in ``dag.observed`` order), B's rows ``model.stack(masked)``.
 
@@ -234,8 +252,14 @@ def _cca_rows(la: np.ndarray, lb: np.ndarray) -> np.ndarray:
     return canonical_correlations(la @ la.T, lb @ lb.T, la @ lb.T)
 
 
-def theorem2_check(model: LinearGaussianModel, visible: Iterable[str], k: int | None = None, *,
-                   n_samples: int | None = None, seed: int = 0) -> dict[str, Any]:
+def theorem2_check(
+    model: LinearGaussianModel,
+    visible: Iterable[str],
+    k: int | None = None,
+    *,
+    n_samples: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Fit :func:`optimal_encoder` for the mask and compare c_hat = A x_mc with the true latents, in the population.
 
     ``k`` defaults to d_c (sum of the noise dimensions over S, the dimension of the shared information).
@@ -257,8 +281,11 @@ def theorem2_check(model: LinearGaussianModel, visible: Iterable[str], k: int | 
     outside = [z for z in model.dag.latents if z not in info.shared]
     lam = fit.eigvals
     return {
-        "c": sorted(info.c), "d_c": d_c, "k": k,
-        "cc_c": (cc_c := _cca_rows(l_hat, l_c)), "frac_c_recovered": float((cc_c ** 2).sum() / d_c),
+        "c": sorted(info.c),
+        "d_c": d_c,
+        "k": k,
+        "cc_c": (cc_c := _cca_rows(l_hat, l_c)),
+        "frac_c_recovered": float((cc_c**2).sum() / d_c),
         "cc_s_m": _cca_rows(l_hat, model.noise_rows(info.s_m)),
         "cc_s_mc": _cca_rows(l_hat, model.noise_rows(info.s_mc)),
         "cc_nodes": {z: _cca_rows(l_hat, model.loadings[z]) for z in outside},
@@ -268,8 +295,12 @@ def theorem2_check(model: LinearGaussianModel, visible: Iterable[str], k: int | 
     }
 
 
-def sweep_theorem2(model: LinearGaussianModel, masks: Mapping[str, Iterable[str]], seeds: Sequence[int],
-                   n_samples: Sequence[int | None]):
+def sweep_theorem2(
+    model: LinearGaussianModel,
+    masks: Mapping[str, Iterable[str]],
+    seeds: Sequence[int],
+    n_samples: Sequence[int | None],
+):
     """One row per (mask, n_samples, seed): min canonical correlation with c, max with s_m and s_mc noises.
 
     ``n_samples`` None is the exact population case (column ``fit`` = "population", ``n_samples`` = 0; its rows
@@ -282,16 +313,26 @@ def sweep_theorem2(model: LinearGaussianModel, masks: Mapping[str, Iterable[str]
         for n in n_samples:
             for s in seeds:
                 r = theorem2_check(model, vis, n_samples=n, seed=int(s))
-                rows.append({"mask": name, "fit": "population" if n is None else "sampled",
-                             "n_samples": 0 if n is None else int(n), "seed": int(s),
-                             "c": " ".join(r["c"]), "d_c": r["d_c"], "min_cc_c": float(r["cc_c"].min()),
-                             "max_cc_s_m": float(r["cc_s_m"].max(initial=0.0)),
-                             "max_cc_s_mc": float(r["cc_s_mc"].max(initial=0.0)), "rank_gap": r["rank_gap"]})
+                rows.append(
+                    {
+                        "mask": name,
+                        "fit": "population" if n is None else "sampled",
+                        "n_samples": 0 if n is None else int(n),
+                        "seed": int(s),
+                        "c": " ".join(r["c"]),
+                        "d_c": r["d_c"],
+                        "min_cc_c": float(r["cc_c"].min()),
+                        "max_cc_s_m": float(r["cc_s_m"].max(initial=0.0)),
+                        "max_cc_s_mc": float(r["cc_s_mc"].max(initial=0.0)),
+                        "rank_gap": r["rank_gap"],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-def theorem2_experiment(side: int, noise_dim: int, mask_ratio: float, n_masks: int, seeds: Sequence[int],
-                        n_samples: Sequence[int | None]):
+def theorem2_experiment(
+    side: int, noise_dim: int, mask_ratio: float, n_masks: int, seeds: Sequence[int], n_samples: Sequence[int | None]
+):
     """The page's Theorem-2 table: for each seed, a random linear-Gaussian model (seeded) on
     ``theory.quadtree_dag(side)`` and on ``theory.figure4_tree()``, checked (:func:`sweep_theorem2`) on
     ``n_masks`` random masks of ``mask_ratio`` (unit 1, seeded) and on Figure 4's three masks. Returns a pandas

@@ -13,6 +13,7 @@ patches from the original, masked ones from the prediction), the quantity the MA
   11 x 11 Gaussian window (sigma 1.5) without piq's downsampling; FSIM is FSIMc on RGB and FSIM on grey images;
   PSNR is capped at 80 dB; MSE is in image units. ``neg_mse`` = -MSE, as the paper plots it.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -28,8 +29,14 @@ DATA_RANGE = 1.0
 
 
 @torch.no_grad()
-def reconstruct(model, images: torch.Tensor, mask_ratio: float = 0.0, *, generator: torch.Generator | None = None,
-                batch_size: int = 256) -> dict[str, torch.Tensor]:
+def reconstruct(
+    model,
+    images: torch.Tensor,
+    mask_ratio: float = 0.0,
+    *,
+    generator: torch.Generator | None = None,
+    batch_size: int = 256,
+) -> dict[str, torch.Tensor]:
     """Reconstructions of ``images`` (N, C, H, W) in [0, 1] in eval mode, batch by batch.
 
     Returns ``pred`` (the prediction of every patch, de-normalised, dataset space), ``pasted`` and ``mask``
@@ -45,7 +52,7 @@ def reconstruct(model, images: torch.Tensor, mask_ratio: float = 0.0, *, generat
     out: dict[str, list[torch.Tensor]] = {"pred": [], "pasted": [], "mask": []}
     try:
         for s in range(0, images.shape[0], batch_size):
-            r = model.reconstruct(images[s:s + batch_size].to(dev), mask_ratio=mask_ratio, generator=generator)
+            r = model.reconstruct(images[s : s + batch_size].to(dev), mask_ratio=mask_ratio, generator=generator)
             for k in out:
                 out[k].append(r[k].detach().cpu())
     finally:
@@ -53,8 +60,15 @@ def reconstruct(model, images: torch.Tensor, mask_ratio: float = 0.0, *, generat
     return {k: torch.cat(v) for k, v in out.items()}
 
 
-def reconstruction_scores(model, images: torch.Tensor, mask_ratio: float = 0.0, *, fsim: bool = True,
-                          generator: torch.Generator | None = None, batch_size: int = 256) -> dict[str, Any]:
+def reconstruction_scores(
+    model,
+    images: torch.Tensor,
+    mask_ratio: float = 0.0,
+    *,
+    fsim: bool = True,
+    generator: torch.Generator | None = None,
+    batch_size: int = 256,
+) -> dict[str, Any]:
     """SSIM, FSIM, PSNR, MSE and -MSE of the reconstructions of ``images``, averaged over the images.
 
     ``mask_ratio`` 0: the unmasked protocol (scores of ``pred``). ``mask_ratio`` > 0: the masked panel, scores of
@@ -65,8 +79,9 @@ def reconstruction_scores(model, images: torch.Tensor, mask_ratio: float = 0.0, 
     if mask_ratio == 0:
         s = metrics.reconstruction_metrics(r["pred"], target, data_range=DATA_RANGE, fsim_metric=fsim)
     else:
-        s = metrics.reconstruction_metrics(r["pred"], target, r["mask"], data_range=DATA_RANGE, paste=True,
-                                           fsim_metric=fsim)
+        s = metrics.reconstruction_metrics(
+            r["pred"], target, r["mask"], data_range=DATA_RANGE, paste=True, fsim_metric=fsim
+        )
     s["neg_mse"] = -s["mse"]
     s["data_range"] = DATA_RANGE
     s["mask_ratio"] = float(mask_ratio)

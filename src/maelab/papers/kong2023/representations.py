@@ -19,6 +19,7 @@
   object (coverage > threshold) vs background; accuracy and balanced accuracy.
 * :func:`learned_precondition`: the stated precondition for every trained-model claim.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,17 @@ import torch
 from ... import evaluate, metrics
 from ..._validate import ParameterError, in_range, one_of, positive_int
 
-__all__ = ["CLASS_FACTORS", "factor_targets", "decode_factors", "shape_bias", "token_object_fraction",
-           "cls_attention_maps", "silhouette_mass", "token_silhouette_probe", "learned_precondition"]
+__all__ = [
+    "CLASS_FACTORS",
+    "factor_targets",
+    "decode_factors",
+    "shape_bias",
+    "token_object_fraction",
+    "cls_attention_maps",
+    "silhouette_mass",
+    "token_silhouette_probe",
+    "learned_precondition",
+]
 
 CLASS_FACTORS = ("class", "texture_class")
 
@@ -63,9 +73,16 @@ def factor_targets(latents: dict[str, Any]) -> dict[str, np.ndarray]:
     return {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in out.items()}
 
 
-def decode_factors(train_features, train_targets: dict[str, np.ndarray], test_features,
-                   test_targets: dict[str, np.ndarray], *, method: str = "linear", k: int = 20,
-                   seed: int = 0) -> dict[str, float]:
+def decode_factors(
+    train_features,
+    train_targets: dict[str, np.ndarray],
+    test_features,
+    test_targets: dict[str, np.ndarray],
+    *,
+    method: str = "linear",
+    k: int = 20,
+    seed: int = 0,
+) -> dict[str, float]:
     """Decode every factor of :func:`factor_targets` from frozen features; accuracy for classes, R² otherwise."""
     from sklearn.linear_model import RidgeCV
     from sklearn.metrics import r2_score
@@ -86,12 +103,20 @@ def decode_factors(train_features, train_targets: dict[str, np.ndarray], test_fe
         yte = test_targets[name]
         if name in CLASS_FACTORS:
             if method == "linear":
-                out[name] = float(evaluate.linear_probe(torch.from_numpy(ztr).float(), torch.from_numpy(ytr),
-                                                        torch.from_numpy(zte).float(), torch.from_numpy(yte),
-                                                        method="logreg", seed=seed).test_acc)
+                out[name] = float(
+                    evaluate.linear_probe(
+                        torch.from_numpy(ztr).float(),
+                        torch.from_numpy(ytr),
+                        torch.from_numpy(zte).float(),
+                        torch.from_numpy(yte),
+                        method="logreg",
+                        seed=seed,
+                    ).test_acc
+                )
             else:
-                out[name] = evaluate.knn_accuracy(torch.from_numpy(ztr), torch.from_numpy(ytr),
-                                                  torch.from_numpy(zte), torch.from_numpy(yte), k=k)
+                out[name] = evaluate.knn_accuracy(
+                    torch.from_numpy(ztr), torch.from_numpy(ytr), torch.from_numpy(zte), torch.from_numpy(yte), k=k
+                )
             continue
         if method == "linear":
             reg = RidgeCV(alphas=np.logspace(-3, 4, 15)).fit(ztr, ytr)
@@ -111,11 +136,16 @@ def shape_bias(predictions, shape_labels, texture_labels) -> dict[str, float]:
     if not (p.shape == s.shape == t.shape) or p.size == 0:
         raise ParameterError("predictions", "non-empty and as long as shape_labels and texture_labels", p.shape)
     if np.any(s == t):
-        raise ParameterError("texture_labels", "different from shape_labels everywhere (cue-conflict images)",
-                             int(np.sum(s == t)))
+        raise ParameterError(
+            "texture_labels", "different from shape_labels everywhere (cue-conflict images)", int(np.sum(s == t))
+        )
     n_s, n_t = int(np.sum(p == s)), int(np.sum(p == t))
-    return {"shape_bias": n_s / (n_s + n_t) if n_s + n_t else math.nan, "shape_fraction": n_s / p.size,
-            "texture_fraction": n_t / p.size, "n": int(p.size)}
+    return {
+        "shape_bias": n_s / (n_s + n_t) if n_s + n_t else math.nan,
+        "shape_fraction": n_s / p.size,
+        "texture_fraction": n_t / p.size,
+        "n": int(p.size),
+    }
 
 
 def token_object_fraction(silhouette: torch.Tensor, patch_size: int) -> torch.Tensor:
@@ -137,7 +167,7 @@ def cls_attention_maps(model, images: torch.Tensor, layer: int = -1, batch_size:
     maps = []
     try:
         for s in range(0, images.shape[0], batch_size):
-            enc = model.encode(images[s:s + batch_size].to(dev), mask_ratio=0.0, return_attn=True)
+            enc = model.encode(images[s : s + batch_size].to(dev), mask_ratio=0.0, return_attn=True)
             a = metrics.cls_attention(enc["attn"][layer], model.grid_size, ids_restore=enc["ids_restore"])
             maps.append(a.mean(dim=1).cpu())
     finally:
@@ -152,8 +182,11 @@ def silhouette_mass(attention: torch.Tensor, object_fraction: torch.Tensor) -> d
     ``chance`` (N,): the mean object fraction, what uniform attention would score.
     """
     if attention.shape != object_fraction.shape or attention.ndim != 3:
-        raise ParameterError("attention", f"a (N, gh, gw) tensor shaped like object_fraction "
-                             f"{tuple(object_fraction.shape)}", tuple(attention.shape))
+        raise ParameterError(
+            "attention",
+            f"a (N, gh, gw) tensor shaped like object_fraction {tuple(object_fraction.shape)}",
+            tuple(attention.shape),
+        )
     a = attention.double()
     ok = torch.isfinite(a)
     if torch.any(a[ok] < 0):
@@ -165,8 +198,16 @@ def silhouette_mass(attention: torch.Tensor, object_fraction: torch.Tensor) -> d
     return {"mass": mass, "chance": chance}
 
 
-def token_silhouette_probe(train_tokens, train_fraction, test_tokens, test_fraction, *, threshold: float = 0.5,
-                           max_train: int = 20000, seed: int = 0) -> dict[str, float]:
+def token_silhouette_probe(
+    train_tokens,
+    train_fraction,
+    test_tokens,
+    test_fraction,
+    *,
+    threshold: float = 0.5,
+    max_train: int = 20000,
+    seed: int = 0,
+) -> dict[str, float]:
     """Logistic regression on single patch tokens: object (coverage > ``threshold``) vs background.
 
     ``*_tokens``: (N, L, D) patch tokens (no [CLS]); ``*_fraction``: (N, L) or (N, gh, gw) coverage. At most
@@ -194,8 +235,12 @@ def token_silhouette_probe(train_tokens, train_fraction, test_tokens, test_fract
     clf = LogisticRegression(max_iter=2000).fit(sc.transform(xtr), ytr)
     pred = clf.predict(sc.transform(xte))
     major = int(np.mean(ytr) >= 0.5)
-    return {"accuracy": float(np.mean(pred == yte)), "balanced_accuracy": float(balanced_accuracy_score(yte, pred)),
-            "majority": float(np.mean(yte == major)), "object_rate": float(np.mean(yte))}
+    return {
+        "accuracy": float(np.mean(pred == yte)),
+        "balanced_accuracy": float(balanced_accuracy_score(yte, pred)),
+        "majority": float(np.mean(yte == major)),
+        "object_rate": float(np.mean(yte)),
+    }
 
 
 def learned_precondition(trained_acc: float, random_init_acc: float, margin: float) -> str:
@@ -206,5 +251,7 @@ def learned_precondition(trained_acc: float, random_init_acc: float, margin: flo
         in_range(name, v, 0.0, 1.0)
     if trained_acc - random_init_acc > margin:
         return ""
-    return (f"the encoder did not learn: class probe {trained_acc:.3f} vs {random_init_acc:.3f} at random init "
-            f"(margin {margin:g} required)")
+    return (
+        f"the encoder did not learn: class probe {trained_acc:.3f} vs {random_init_acc:.3f} at random init "
+        f"(margin {margin:g} required)"
+    )

@@ -39,6 +39,7 @@ Levels: every node has an integer level, 0 at the top (most abstract). By defaul
 length of the longest directed path from a root to it; constructors set them explicitly where the model has named
 levels. Observed leaves get ``1 + max latent level``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,9 +53,23 @@ import torch
 from ..._validate import ParameterError, in_range, positive_int
 
 __all__ = [
-    "HierarchicalDAG", "SharedInfo", "make_dag", "shared_latents", "figure2_dag", "figure4_tree", "figure4_masks",
-    "quadtree_dag", "shapes_dag", "shapes_object_reach", "sample_visible", "sweep", "draw", "layout",
-    "figure4_panels", "unit_trend", "ratio_extreme_gaps",
+    "HierarchicalDAG",
+    "SharedInfo",
+    "make_dag",
+    "shared_latents",
+    "figure2_dag",
+    "figure4_tree",
+    "figure4_masks",
+    "quadtree_dag",
+    "shapes_dag",
+    "shapes_object_reach",
+    "sample_visible",
+    "sweep",
+    "draw",
+    "layout",
+    "figure4_panels",
+    "unit_trend",
+    "ratio_extreme_gaps",
 ]
 
 
@@ -117,8 +132,14 @@ def _topological(parents: Mapping[str, Sequence[str]]) -> list[str]:
     return order
 
 
-def make_dag(parents: Mapping[str, Iterable[str]], observed: Iterable[str], *, levels: Mapping[str, int] | None = None,
-             grid: Mapping[str, tuple[int, int]] | None = None, name: str = "dag") -> HierarchicalDAG:
+def make_dag(
+    parents: Mapping[str, Iterable[str]],
+    observed: Iterable[str],
+    *,
+    levels: Mapping[str, int] | None = None,
+    grid: Mapping[str, tuple[int, int]] | None = None,
+    name: str = "dag",
+) -> HierarchicalDAG:
     """Validate and build a :class:`HierarchicalDAG`.
 
     Args:
@@ -166,8 +187,9 @@ def make_dag(parents: Mapping[str, Iterable[str]], observed: Iterable[str], *, l
         for p in par[v]:
             desc[p] |= desc[v]
     frozen = {v: frozenset(desc[v]) for v in order if v not in obs_set}
-    return HierarchicalDAG(name=name, parents={v: par[v] for v in order}, observed=obs, levels=lev, grid=grid,
-                           descendants=frozen)
+    return HierarchicalDAG(
+        name=name, parents={v: par[v] for v in order}, observed=obs, levels=lev, grid=grid, descendants=frozen
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,16 +239,24 @@ def shared_latents(dag: HierarchicalDAG, visible: Iterable[str]) -> SharedInfo:
     if not vis:
         raise ParameterError("visible", "non-empty (with everything masked, x_mc and c are undefined)", set())
     if vis == obs:
-        raise ParameterError("visible", "a strict subset of the observed leaves (nothing masked: x_m is empty)",
-                             f"all {len(obs)} leaves")
+        raise ParameterError(
+            "visible", "a strict subset of the observed leaves (nothing masked: x_m is empty)", f"all {len(obs)} leaves"
+        )
     masked = obs - vis
     shared = frozenset(z for z, d in dag.descendants.items() if d & masked and d & vis)
     kids = dag.children
     c = frozenset(z for z in shared if not any(k in shared for k in kids[z]))
     s_m = frozenset(z for z, d in dag.descendants.items() if d & masked and z not in shared) | masked
     s_mc = frozenset(z for z, d in dag.descendants.items() if d & vis and z not in shared) | vis
-    return SharedInfo(visible=vis, masked=masked, shared=shared, c=c, s_m=s_m, s_mc=s_mc,
-                      c_levels=tuple(sorted(dag.levels[z] for z in c)))
+    return SharedInfo(
+        visible=vis,
+        masked=masked,
+        shared=shared,
+        c=c,
+        s_m=s_m,
+        s_mc=s_mc,
+        c_levels=tuple(sorted(dag.levels[z] for z in c)),
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -238,8 +268,20 @@ def figure2_dag() -> HierarchicalDAG:
     z1 -> z2, z3; z2 -> z4, z5; z3 -> z5, z6 (z5 has two parents); z4 -> x1, x2; z5 -> x3, x4; z6 -> x5, x6.
     (The paper's Figure 2 is not in our text; this graph has the same kind: a latent DAG above the pixels.)
     """
-    par = {"z1": (), "z2": ("z1",), "z3": ("z1",), "z4": ("z2",), "z5": ("z2", "z3"), "z6": ("z3",),
-           "x1": ("z4",), "x2": ("z4",), "x3": ("z5",), "x4": ("z5",), "x5": ("z6",), "x6": ("z6",)}
+    par = {
+        "z1": (),
+        "z2": ("z1",),
+        "z3": ("z1",),
+        "z4": ("z2",),
+        "z5": ("z2", "z3"),
+        "z6": ("z3",),
+        "x1": ("z4",),
+        "x2": ("z4",),
+        "x3": ("z5",),
+        "x4": ("z5",),
+        "x5": ("z6",),
+        "x6": ("z6",),
+    }
     return make_dag(par, [f"x{i}" for i in range(1, 7)], name="figure2")
 
 
@@ -299,11 +341,11 @@ SHAPES_LEVELS = {"class": 0, "object": 1, "low": 2}
 _SHAPES_NODES: dict[str, tuple[tuple[str, ...], str]] = {
     # node: (parents, level group of maelab.data.shapes.LATENT_LEVELS)
     "class": ((), "class"),
-    "position": ((), "object"),           # (x, y)
+    "position": ((), "object"),  # (x, y)
     "scale": ((), "object"),
     "rotation": ((), "object"),
     "hue": ((), "object"),
-    "colour": (("hue",), "object"),        # RGB from (hue, saturation, value); sat, val are its noise
+    "colour": (("hue",), "object"),  # RGB from (hue, saturation, value); sat, val are its noise
     "texture_class": (("class",), "low"),  # agree with the class or another class; (agree, other) are its noise
     "texture": (("texture_class",), "low"),  # (texture_freq, texture_orientation)
     "texture_phase": ((), "low"),
@@ -367,8 +409,8 @@ def shapes_dag(size: int = 32, patch_size: int = 4) -> HierarchicalDAG:
     obs, grid = [], {}
     for r in range(side):
         for c in range(side):
-            ys = centres[r * patch_size:(r + 1) * patch_size]
-            xs = centres[c * patch_size:(c + 1) * patch_size]
+            ys = centres[r * patch_size : (r + 1) * patch_size]
+            xs = centres[c * patch_size : (c + 1) * patch_size]
             dy = np.clip(0.4 - ys, 0, None) + np.clip(ys - 0.6, 0, None)
             dx = np.clip(0.4 - xs, 0, None) + np.clip(xs - 0.6, 0, None)
             near = float(np.hypot(dy.min(), dx.min())) < reach
@@ -382,8 +424,9 @@ def shapes_dag(size: int = 32, patch_size: int = 4) -> HierarchicalDAG:
 # ----------------------------------------------------------------------------------------------------------------
 # masks and sweeps
 # ----------------------------------------------------------------------------------------------------------------
-def sample_visible(dag: HierarchicalDAG, mask_ratio: float, unit: int = 1, n: int = 1,
-                   generator: torch.Generator | None = None) -> list[frozenset[str]]:
+def sample_visible(
+    dag: HierarchicalDAG, mask_ratio: float, unit: int = 1, n: int = 1, generator: torch.Generator | None = None
+) -> list[frozenset[str]]:
     """``n`` random masks of the DAG's leaf grid, drawn exactly as the MAE models draw them
     (:func:`maelab.masking.block_masking`: ``int(U (1 - mask_ratio))`` of the U ``unit x unit`` blocks kept).
     Returns the visible leaves of each mask."""
@@ -416,8 +459,7 @@ def _feasible(dag: HierarchicalDAG, mask_ratio: float, unit: int) -> bool:
     return masking.num_keep((gh // unit) * (gw // unit), mask_ratio) >= 1
 
 
-def sweep(dag: HierarchicalDAG, mask_ratios: Sequence[float], units: Sequence[int], n_masks: int,
-          seeds: Sequence[int]):
+def sweep(dag: HierarchicalDAG, mask_ratios: Sequence[float], units: Sequence[int], n_masks: int, seeds: Sequence[int]):
     """Level of c against mask ratio x masking unit, over ``n_masks`` random masks per seed.
 
     Returns a pandas DataFrame with one row per (seed, mask_ratio, unit): ``mean_level`` (mean over masks of the
@@ -449,8 +491,9 @@ def sweep(dag: HierarchicalDAG, mask_ratios: Sequence[float], units: Sequence[in
                 row["n_c"] = float(np.mean([len(i.c) for i in infos]))
                 row["empty"] = float(np.mean([not i.c for i in infos]))
                 for lv in lat_levels:
-                    row[f"frac_level_{lv}"] = float(np.mean([i.c_levels.count(lv) / len(i.c) for i in full])) \
-                        if full else math.nan
+                    row[f"frac_level_{lv}"] = (
+                        float(np.mean([i.c_levels.count(lv) / len(i.c) for i in full])) if full else math.nan
+                    )
                 rows.append(row)
     return pd.DataFrame(rows)
 
@@ -494,8 +537,9 @@ def draw(dag: HierarchicalDAG, info: SharedInfo, ax=None, *, title: str | None =
         ax.scatter([x], [y], s=260, marker=shape, facecolor=face, edgecolor="0.2", zorder=2)
         if v in info.masked:
             ax.scatter([x], [y], s=120, marker="x", color="tab:red", zorder=3)
-        ax.annotate(v, (x, y), xytext=(0, -14 if v in dag.observed else 12), textcoords="offset points",
-                    ha="center", fontsize=7)
+        ax.annotate(
+            v, (x, y), xytext=(0, -14 if v in dag.observed else 12), textcoords="offset points", ha="center", fontsize=7
+        )
     ax.set_axis_off()
     if title:
         ax.set_title(title, fontsize=9)
@@ -520,12 +564,16 @@ def unit_trend(table, mask_ratio: float, column: str = "mean_level") -> dict[str
     g = sub.groupby("unit")[column]
     n = g.count()
     sem = (g.std(ddof=1) / np.sqrt(n)).fillna(0.0)
-    return {"x": tuple(float(u) for u in g.mean().index), "y": tuple(float(v) for v in g.mean()),
-            "y_err": tuple(float(v) for v in sem)}
+    return {
+        "x": tuple(float(u) for u in g.mean().index),
+        "y": tuple(float(v) for v in g.mean()),
+        "y_err": tuple(float(v) for v in sem),
+    }
 
 
-def ratio_extreme_gaps(table, mid: float = 0.75, extremes: Sequence[float] = (0.1, 0.9),
-                       column: str = "mean_level") -> list[float]:
+def ratio_extreme_gaps(
+    table, mid: float = 0.75, extremes: Sequence[float] = (0.1, 0.9), column: str = "mean_level"
+) -> list[float]:
     """Per seed: min over the extreme ratios of [``column`` at the extreme − at ``mid``], each averaged over
     units. Positive values mean every extreme ratio gives a *lower-level* (larger level) c than ``mid``."""
     per = table.groupby(["seed", "mask_ratio"])[column].mean().unstack("mask_ratio")

@@ -4,6 +4,7 @@ Data for the scoreboard: each row says what the paper claims, where, the paper's
 computes our verdict (:mod:`maelab.claims`) and the notebook that measures it. Rows are grouped by notebook, in
 the scoreboard's order.
 """
+
 from __future__ import annotations
 
 from maelab.claims import Above, Claim, Monotone, PairedGreater, Within
@@ -19,7 +20,7 @@ CLAIMS: list[Claim] = [
         criterion=Monotone("decreasing"),
         notebook="zhang_mask_graph",
         measure="mean intra-class distance on mnist10k (zero-filled masked images, every pair of patches, independent "
-                "masks; exact over masks) at rho = 0, 0.2, 0.4, 0.6, 0.8, 0.95; mean ± s.e. over seeds of image pairs",
+        "masks; exact over masks) at rho = 0, 0.2, 0.4, 0.6, 0.8, 0.95; mean ± s.e. over seeds of image pairs",
     ),
     Claim(
         id="zhang.fig2b_inter_decreases",
@@ -36,12 +37,12 @@ CLAIMS: list[Claim] = [
         paper="zhang2022",
         where="Sec. 4.2, Fig. 2c",
         statement="The relative distance (intra-class over inter-class) first decreases, then increases with the mask "
-                  "ratio; its minimum, the sweet spot, lies at rho = 0.7.",
+        "ratio; its minimum, the sweet spot, lies at rho = 0.7.",
         paper_value="rho = 0.7",
         criterion=Within(0.7, 0.1),
         notebook="zhang_mask_graph",
         measure="argmin over the rho grid of the intra/inter ratio of mean distances (zero-filled, every pair, exact "
-                "over masks) on mnist10k, one argmin per seed of image pairs; mean ± 2 s.e. must lie in [0.6, 0.8]",
+        "over masks) on mnist10k, one argmin per seed of image pairs; mean ± 2 s.e. must lie in [0.6, 0.8]",
     ),
     Claim(
         id="zhang.fig2c_sweet_spot_shapes",
@@ -58,12 +59,12 @@ CLAIMS: list[Claim] = [
         paper="zhang2022",
         where="Sec. 4.2 with Thm. 4.2",
         statement="A larger mask ratio improves the connectivity of the augmentation graph, i.e. decreases the "
-                  "residual eigenvalues sum_{i>k} lambda_i^2 of Theorem 4.2.",
+        "residual eigenvalues sum_{i>k} lambda_i^2 of Theorem 4.2.",
         paper_value="qualitative",
         criterion=Monotone("decreasing"),
         notebook="zhang_mask_graph",
         measure="exact sum_{i>k} lambda_i^2 of the normalised augmentation graph of a 3x3, 3-symbol image world "
-                "(every image and mask enumerated; views keep positions) at k = claim_k, for rho = 1/9 ... 8/9",
+        "(every image and mask enumerated; views keep positions) at k = claim_k, for rho = 1/9 ... 8/9",
     ),
     Claim(
         id="zhang.thm42_alpha_increases",
@@ -84,14 +85,14 @@ CLAIMS: list[Claim] = [
         criterion=Above(0.0),
         notebook="zhang_mask_graph",
         measure="(test loss of a micro-MAE decoder trained behind a constant encoder output - Var(x2)) / Var(x2), per "
-                "(seed, mask ratio), mnist10k, norm_pix targets",
+        "(seed, mask ratio), mnist10k, norm_pix targets",
     ),
     Claim(
         id="zhang.thm36_mae_avoids_collapse",
         paper="zhang2022",
         where="Sec. 3.3 (after Thm. 3.6)",
         statement="MAE training does not end in full collapse: a trained MAE's loss falls below the collapse floor "
-                  "Var(x2).",
+        "Var(x2).",
         paper_value="qualitative",
         criterion=Above(0.0),
         notebook="zhang_mask_graph",
@@ -107,7 +108,7 @@ CLAIMS: list[Claim] = [
                 paper="zhang2022",
                 where="Table 1 (linear probing), Sec. 5.1",
                 statement=f"On {label}, U-MAE (lambda = 0.01, m = 0.75) raises the linear-probe accuracy of MAE's "
-                          "features (paired by seed: same initial weights, data and masks).",
+                "features (paired by seed: same initial weights, data and masks).",
                 paper_value="+9.3 points (CIFAR-10, ViT-Tiny: 59.6 -> 68.9); +3.1 to +8.5 on the other 5 settings",
                 criterion=PairedGreater(),
                 notebook="zhang_umae",
@@ -122,16 +123,16 @@ CLAIMS: list[Claim] = [
                 criterion=Within(0.0, 0.03),
                 notebook="zhang_umae",
                 measure="per-seed U-MAE - MAE fine-tuning test accuracy; tolerance 3 points, about two binomial "
-                        "standard errors of one accuracy on our 1,000 test images (fixed before the runs)",
+                "standard errors of one accuracy on our 1,000 test images (fixed before the runs)",
             ),
             Claim(
                 id=f"zhang.fig1b_rank_{key}",
                 paper="zhang2022",
                 where="Sec. 3.3-3.4, Fig. 1b-c",
                 statement=f"On {label}, U-MAE's features have a higher effective rank than MAE's (it counters "
-                          "dimensional collapse).",
+                "dimensional collapse).",
                 paper_value="qualitative (ImageNet-100): U-MAE's singular values decay more slowly; its effective rank "
-                            "stays far above MAE's",
+                "stays far above MAE's",
                 criterion=PairedGreater(),
                 notebook="zhang_umae",
                 measure="per-seed U-MAE - MAE effective rank (Roy & Vetterli) of the [CLS] features of the test images",
@@ -141,13 +142,13 @@ CLAIMS: list[Claim] = [
                 paper="zhang2022",
                 where="Sec. 3.3, Fig. 1c",
                 statement=f"On {label}, MAE's features collapse dimensionally during training: their effective rank "
-                          "decreases from initialisation to the end of training.",
+                "decreases from initialisation to the end of training.",
                 paper_value="qualitative (ImageNet-100): MAE's effective rank becomes smaller and smaller along "
-                            "training",
+                "training",
                 criterion=PairedGreater(),
                 notebook="zhang_umae",
                 measure="per-seed MAE effective rank of the test [CLS] features at initialisation minus at the last "
-                        "epoch",
+                "epoch",
             ),
             Claim(
                 id=f"zhang.fig3b_online_{key}",
@@ -167,7 +168,7 @@ CLAIMS: list[Claim] = [
         paper="zhang2022",
         where="§5.2, Table 3",
         statement="A small uniformity coefficient improves MAE's linear probe: U-MAE with λ = 1e-2 beats λ = 0 (plain "
-                  "MAE).",
+        "MAE).",
         paper_value="67.5 (λ = 1e-2) vs 61.2 (λ = 0), ImageNet-100, ViT-B",
         criterion=PairedGreater(),
         notebook="zhang_ablations",
@@ -198,7 +199,7 @@ CLAIMS: list[Claim] = [
         paper="zhang2022",
         where="§5.2, Table 3",
         statement="Over-large coefficients are worse than no uniformity term at all: accuracy at λ ≥ 1e-1 is below "
-                  "plain MAE (λ = 0).",
+        "plain MAE (λ = 0).",
         paper_value="45.1 (1e-1), 47.0 (1) vs 61.2 (0)",
         criterion=PairedGreater(),
         notebook="zhang_ablations",
@@ -209,7 +210,7 @@ CLAIMS: list[Claim] = [
         paper="zhang2022",
         where="§5.1, Table 2",
         statement="The uniformity term also helps SimMIM: U-SimMIM (λ = 0.01, mask 0.6) has a higher linear probe "
-                  "than SimMIM.",
+        "than SimMIM.",
         paper_value="61.1 vs 54.3 (+6.8), ImageNet-100, ViT-B",
         criterion=PairedGreater(),
         notebook="zhang_ablations",
@@ -220,7 +221,7 @@ CLAIMS: list[Claim] = [
         paper="zhang2022",
         where="§3.2 (after Assumption 3.1)",
         statement="Without masking MAE learns much worse features: its linear probe drops when the mask ratio goes "
-                  "from 0.75 to 0 (a plain autoencoder).",
+        "from 0.75 to 0 (a plain autoencoder).",
         paper_value="61.2 (mask 0.75) vs 17.4 (no mask), ImageNet-100",
         criterion=PairedGreater(),
         notebook="zhang_ablations",

@@ -39,6 +39,7 @@ the eigenvalues of the normalised A-bar = D_1^{-1/2} A D_1^{-1/2} (HaoChen et al
 [0, 1]; the paper writes "eigenvalues of A"). With ``positional=False`` views are multisets of symbols (an encoder
 blind to positions): views from different masks can then coincide.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -97,8 +98,14 @@ def sample_pairs(labels: torch.Tensor, n_pairs: int, generator: torch.Generator)
     return torch.tensor(intra), torch.tensor(inter)
 
 
-def masked_pair_distance(a: torch.Tensor, b: torch.Tensor, vis_a: torch.Tensor, vis_b: torch.Tensor,
-                         pairs: str = "all", fill: float | None = None) -> torch.Tensor:
+def masked_pair_distance(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    vis_a: torch.Tensor,
+    vis_b: torch.Tensor,
+    pairs: str = "all",
+    fill: float | None = None,
+) -> torch.Tensor:
     """Average l2 patch distance of P image pairs under given masks (one reading of Zhang et al.'s Fig. 2b).
 
     Args:
@@ -127,8 +134,9 @@ def masked_pair_distance(a: torch.Tensor, b: torch.Tensor, vis_a: torch.Tensor, 
     return torch.where(den > 0, num / den.clamp_min(1e-30), torch.full_like(num, float("nan")))
 
 
-def expected_pair_distance(a: torch.Tensor, b: torch.Tensor, mask_ratio: float, pairs: str = "all",
-                           fill: float | None = None) -> torch.Tensor:
+def expected_pair_distance(
+    a: torch.Tensor, b: torch.Tensor, mask_ratio: float, pairs: str = "all", fill: float | None = None
+) -> torch.Tensor:
     """Closed-form expectation of :func:`masked_pair_distance` over random fixed-size masks (module docstring).
 
     ``pairs="all"``: independent masks for a and b; ``"matched"``: one shared mask. ``int(L (1 - mask_ratio))``
@@ -160,9 +168,12 @@ def _fast_masked_distance(dist, r, s, va, vb, pairs: str, fill) -> torch.Tensor:
             num = torch.einsum("pi,pij,pj->p", va, dist, vb)
             return num / (va.sum(1) * vb.sum(1))
         length = va.shape[1]
-        num = (torch.einsum("pi,pij,pj->p", va, dist, vb) + (va * r).sum(1) * (1 - vb).sum(1)
-               + (1 - va).sum(1) * (vb * s).sum(1))
-        return num / length ** 2
+        num = (
+            torch.einsum("pi,pij,pj->p", va, dist, vb)
+            + (va * r).sum(1) * (1 - vb).sum(1)
+            + (1 - va).sum(1) * (vb * s).sum(1)
+        )
+        return num / length**2
     if fill is None:
         w = va * vb
         den = w.sum(1)
@@ -171,8 +182,16 @@ def _fast_masked_distance(dist, r, s, va, vb, pairs: str, fill) -> torch.Tensor:
     return (both * dist + va * (1 - vb) * r + (1 - va) * vb * s).mean(1)
 
 
-def distance_curves(tokens: torch.Tensor, labels: torch.Tensor, mask_ratios, *, n_pairs: int, n_mask_draws: int,
-                    seed: int, readings: dict[str, dict]) -> dict[str, Any]:
+def distance_curves(
+    tokens: torch.Tensor,
+    labels: torch.Tensor,
+    mask_ratios,
+    *,
+    n_pairs: int,
+    n_mask_draws: int,
+    seed: int,
+    readings: dict[str, dict],
+) -> dict[str, Any]:
     """Intra- and inter-class patch distances against the mask ratio for one seed (one sample of image pairs).
 
     Args:
@@ -208,8 +227,11 @@ def distance_curves(tokens: torch.Tensor, labels: torch.Tensor, mask_ratios, *, 
         exact = {name: [] for name in readings}
         mc = {name: [] for name in readings}
         d_all, d_matched = cross.mean((1, 2)), matched.mean(1)
-        rs = {name: ((a - opt["fill"]).norm(dim=-1).mean(1) + (b - opt["fill"]).norm(dim=-1).mean(1))
-              for name, opt in readings.items() if opt.get("fill") is not None}
+        rs = {
+            name: ((a - opt["fill"]).norm(dim=-1).mean(1) + (b - opt["fill"]).norm(dim=-1).mean(1))
+            for name, opt in readings.items()
+            if opt.get("fill") is not None
+        }
         for rho in ratios:
             q = masking.num_keep(length, rho) / length
             for name, opt in readings.items():  # the closed forms of expected_pair_distance, from cached distances
@@ -254,8 +276,9 @@ def affine_ratio_extremum(c_intra: tuple[float, float], c_inter: tuple[float, fl
 # ----------------------------------------------------------------------------------------------- exact graphs
 
 
-def tiny_world(side: int = 3, noise: float = 0.1, texture: float = 0.8,
-               class_prior: tuple[float, float] = (0.55, 0.45)) -> dict[str, Any]:
+def tiny_world(
+    side: int = 3, noise: float = 0.1, texture: float = 0.8, class_prior: tuple[float, float] = (0.55, 0.45)
+) -> dict[str, Any]:
     """Every ``side x side`` image over the symbols {0 (background), 1, 2}, one symbol per patch, with its
     probability and label.
 
@@ -284,8 +307,7 @@ def tiny_world(side: int = 3, noise: float = 0.1, texture: float = 0.8,
                 proto = np.where(shape.ravel(), sym, 0)
                 flips = (imgs != proto[None]).sum(1)
                 joint[:, c] += class_prior[c] / side * p_sym * (noise / 2) ** flips * (1 - noise) ** (n - flips)
-    return {"images": imgs, "probs": joint.sum(1), "labels": joint.argmax(1), "class_joint": joint,
-            "n_symbols": 3}
+    return {"images": imgs, "probs": joint.sum(1), "labels": joint.argmax(1), "class_joint": joint, "n_symbols": 3}
 
 
 def _view_codes(imgs: np.ndarray, positions: tuple[int, ...], positional: bool, n_symbols: int) -> np.ndarray:
@@ -298,8 +320,9 @@ def _view_codes(imgs: np.ndarray, positions: tuple[int, ...], positional: bool, 
     return (counts * base[None]).sum(1)
 
 
-def mask_graph(images: np.ndarray, probs: np.ndarray, n_visible: int, *, positional: bool = True,
-               n_symbols: int | None = None) -> dict[str, Any]:
+def mask_graph(
+    images: np.ndarray, probs: np.ndarray, n_visible: int, *, positional: bool = True, n_symbols: int | None = None
+) -> dict[str, Any]:
     """The bipartite mask graph of Sec. 3.1 for masks keeping exactly ``n_visible`` of the n patches.
 
     Every mask (all C(n, n_visible), equally likely, as MAE's fixed-count masking) and every image is enumerated;
@@ -336,8 +359,14 @@ def mask_graph(images: np.ndarray, probs: np.ndarray, n_visible: int, *, positio
         blocks.append(blk)
         x1_of[grp] = (i1 + offset).reshape(len(grp), -1)
         offset += len(u1)
-    return {"blocks": blocks, "x1_of": x1_of, "p_mask": p_mask, "n_masks": len(masks),
-            "n1": offset, "n2": sum(b.shape[0] for b in blocks)}
+    return {
+        "blocks": blocks,
+        "x1_of": x1_of,
+        "p_mask": p_mask,
+        "n_masks": len(masks),
+        "n1": offset,
+        "n2": sum(b.shape[0] for b in blocks),
+    }
 
 
 def dense_mask_graph(graph: dict[str, Any]) -> np.ndarray:
@@ -345,7 +374,7 @@ def dense_mask_graph(graph: dict[str, Any]) -> np.ndarray:
     out = np.zeros((graph["n2"], graph["n1"]))
     r = c = 0
     for b in graph["blocks"]:
-        out[r:r + b.shape[0], c:c + b.shape[1]] = b
+        out[r : r + b.shape[0], c : c + b.shape[1]] = b
         r, c = r + b.shape[0], c + b.shape[1]
     return out
 
@@ -367,7 +396,7 @@ def normalized_eigenvalues(graph: dict[str, Any]) -> np.ndarray:
         gram = norm.T @ norm if norm.shape[1] <= norm.shape[0] else norm @ norm.T
         ev = np.clip(np.linalg.eigvalsh(gram), 0.0, None)
         e = np.zeros(b.shape[1])
-        e[:len(ev)] = ev
+        e[: len(ev)] = ev
         eig.append(e)
     return np.sort(np.concatenate(eig))[::-1]
 
@@ -399,15 +428,22 @@ def graph_summary(world: dict[str, Any], n_visible: int, ks, positional: bool = 
     """For one mask size: eigenvalues of A-bar, residual sums for each k, number of connected components of G_A
     (multiplicity of eigenvalue 1, tolerance 1e-9), node counts, label error alpha, and a check that each block of
     A = A_M^T D_2^{-1} A_M has row sums d_1."""
-    g = mask_graph(world["images"], world["probs"], n_visible, positional=positional,
-                   n_symbols=world.get("n_symbols"))
+    g = mask_graph(world["images"], world["probs"], n_visible, positional=positional, n_symbols=world.get("n_symbols"))
     lam = normalized_eigenvalues(g)
     # row sums of A = A_M^T D_2^{-1} A_M, without forming A: A 1 = A_M^T D_2^{-1} (A_M 1) = A_M^T 1 = d_1
-    deg = max(float(np.abs(b.T @ (b.sum(1) / np.where(b.sum(1) > 0, b.sum(1), 1.0)) - b.sum(0)).max())
-              for b in g["blocks"])
-    return {"eigenvalues": lam, "residual": [residual_eigen_sum(lam, k) for k in ks],
-            "components": int((lam > 1 - 1e-9).sum()), "n1": g["n1"], "n2": g["n2"],
-            "alpha": label_error(world, g), "degree_check": deg, "n_masks": g["n_masks"]}
+    deg = max(
+        float(np.abs(b.T @ (b.sum(1) / np.where(b.sum(1) > 0, b.sum(1), 1.0)) - b.sum(0)).max()) for b in g["blocks"]
+    )
+    return {
+        "eigenvalues": lam,
+        "residual": [residual_eigen_sum(lam, k) for k in ks],
+        "components": int((lam > 1 - 1e-9).sum()),
+        "n1": g["n1"],
+        "n2": g["n2"],
+        "alpha": label_error(world, g),
+        "degree_check": deg,
+        "n_masks": g["n_masks"],
+    }
 
 
 # ----------------------------------------------------------------------------------------------- Theorem 3.6
@@ -431,8 +467,18 @@ def position_blind_variance(targets: torch.Tensor) -> float:
     return float(t.var(dim=0, unbiased=False).mean())
 
 
-def fit_collapsed_decoder(model, train_images: torch.Tensor, test_images: torch.Tensor, *, mask_ratio: float,
-                          steps: int, batch_size: int, lr: float, seed: int, eval_draws: int = 4) -> dict[str, Any]:
+def fit_collapsed_decoder(
+    model,
+    train_images: torch.Tensor,
+    test_images: torch.Tensor,
+    *,
+    mask_ratio: float,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    eval_draws: int = 4,
+) -> dict[str, Any]:
     """Train an MAE decoder behind a fully collapsed encoder: the encoder output is one learned constant tensor c
     (shared by all images; the decoder still gets the mask positions through its position embeddings and mask
     token, as in MAE). Adam on (c, decoder); returns the test reconstruction loss (the model's own loss, masked
@@ -442,7 +488,7 @@ def fit_collapsed_decoder(model, train_images: torch.Tensor, test_images: torch.
     in_range("lr", lr, 0.0, low_open=True)
     dry = dry_run_limits()
     if dry is not None:  # dry run: a couple of steps, a few test images
-        steps, test_images = min(steps, dry.train_steps), test_images[:dry.eval_images]
+        steps, test_images = min(steps, dry.train_steps), test_images[: dry.eval_images]
     torch.manual_seed(seed)
     dev = next(model.parameters()).device
     n_keep = masking.num_keep(model.num_patches, mask_ratio)

@@ -12,6 +12,7 @@ Built from each profile's settings exactly as the notebooks build their ``Pretra
   full micro-MAE steps at batch 128: an over-count, the constant encoder output gets no encoder pass) and the
   normal micro MAE; Fig. 2b/c and the exact graphs are numpy on the CPU, not modelled (seconds to minutes).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,22 +31,48 @@ def umae_runs(profile: str) -> list[PlannedRun]:
     runs = []
     for ds in list(S.datasets) + (["cifar10"] if S.data_root else []):
         n_tr, ep = _per_ds(S.n_train, ds), _per_ds(S.epochs, ds)
-        base = PretrainSpec(dataset=ds, n_train=n_tr, n_test=S.n_test, img_size=32,
-                            channels=1 if ds == "mnist10k" else 3, size=S.size,
-                            model_overrides=tuple(sorted(S.model_overrides.items())), epochs=ep,
-                            batch_size=S.batch_size, blr=S.blr, warmup_epochs=S.warmup_epochs, mask_ratio=S.mask_ratio)
+        base = PretrainSpec(
+            dataset=ds,
+            n_train=n_tr,
+            n_test=S.n_test,
+            img_size=32,
+            channels=1 if ds == "mnist10k" else 3,
+            size=S.size,
+            model_overrides=tuple(sorted(S.model_overrides.items())),
+            epochs=ep,
+            batch_size=S.batch_size,
+            blr=S.blr,
+            warmup_epochs=S.warmup_epochs,
+            mask_ratio=S.mask_ratio,
+        )
         rank_eps = sorted({e for e in S.rank_epochs if e <= ep} | {0, ep})
         extra = (n_tr + S.n_test) + 2 * len(rank_eps) * S.n_test  # the second pooling; ranks (both pools)
         over = {**S.model_overrides}
-        for name, fields in (("mae", {"model": "mae"}),
-                             ("umae", {"model": "umae", "model_overrides": tuple(sorted(
-                                 {**over, "lambda_unif": S.lam}.items()))})):
+        for name, fields in (
+            ("mae", {"model": "mae"}),
+            ("umae", {"model": "umae", "model_overrides": tuple(sorted({**over, "lambda_unif": S.lam}.items()))}),
+        ):
             spec = dataclasses.replace(base, **fields)
-            runs.append(PlannedRun.from_spec(spec, label=f"{ds} {name}", repeats=len(S.seeds),
-                                             extra_eval_images=extra, finetune_epochs=S.finetune_epochs))
-        runs.append(PlannedRun(f"{ds} random init", size=S.size, overrides=tuple(sorted(over.items())),
-                               img_size=32, channels=base.channels, eval_images=2 * (n_tr + S.n_test),
-                               repeats=len(S.seeds)))
+            runs.append(
+                PlannedRun.from_spec(
+                    spec,
+                    label=f"{ds} {name}",
+                    repeats=len(S.seeds),
+                    extra_eval_images=extra,
+                    finetune_epochs=S.finetune_epochs,
+                )
+            )
+        runs.append(
+            PlannedRun(
+                f"{ds} random init",
+                size=S.size,
+                overrides=tuple(sorted(over.items())),
+                img_size=32,
+                channels=base.channels,
+                eval_images=2 * (n_tr + S.n_test),
+                repeats=len(S.seeds),
+            )
+        )
     return runs
 
 
@@ -54,30 +81,66 @@ def ablation_runs(profile: str) -> list[PlannedRun]:
     ch = 1 if S.dataset == "mnist10k" else 3
 
     def run(label, model, lam, mask_ratio):
-        spec = PretrainSpec(dataset=S.dataset, n_train=S.n_train, n_test=S.n_test, img_size=32, channels=ch,
-                            model=model, size=S.size, model_overrides=(("lambda_unif", float(lam)),),
-                            epochs=S.epochs, batch_size=S.batch_size, blr=S.blr, warmup_epochs=S.warmup_epochs,
-                            mask_ratio=float(mask_ratio))
+        spec = PretrainSpec(
+            dataset=S.dataset,
+            n_train=S.n_train,
+            n_test=S.n_test,
+            img_size=32,
+            channels=ch,
+            model=model,
+            size=S.size,
+            model_overrides=(("lambda_unif", float(lam)),),
+            epochs=S.epochs,
+            batch_size=S.batch_size,
+            blr=S.blr,
+            warmup_epochs=S.warmup_epochs,
+            mask_ratio=float(mask_ratio),
+        )
         return PlannedRun.from_spec(spec, label=label, repeats=len(S.seeds))
 
     runs = [run(f"U-MAE lambda={lam:g}", "umae", lam, 0.75) for lam in S.lams]
-    runs += [run("SimMIM", "simmim", 0.0, S.simmim_mask_ratio),
-             run(f"U-SimMIM lambda={S.simmim_lam:g}", "usimmim", S.simmim_lam, S.simmim_mask_ratio),
-             run("MAE mask 0", "umae", 0.0, 0.0)]
+    runs += [
+        run("SimMIM", "simmim", 0.0, S.simmim_mask_ratio),
+        run(f"U-SimMIM lambda={S.simmim_lam:g}", "usimmim", S.simmim_lam, S.simmim_mask_ratio),
+        run("MAE mask 0", "umae", 0.0, 0.0),
+    ]
     return runs
 
 
 def mask_graph_runs(profile: str) -> list[PlannedRun]:
     S = settings("zhang_mask_graph", profile)
-    spec = PretrainSpec(dataset="mnist10k", n_train=S.collapse_n_train, n_test=S.collapse_n_test, img_size=28,
-                        channels=1, model="mae", size="micro", epochs=S.mae_epochs, mask_ratio=0.75)
-    runs = [PlannedRun(f"collapsed decoder m={m:g}", size="micro", img_size=28, channels=1, batch_size=128,
-                       steps=S.collapse_steps, mask_ratio=m, data_images=S.collapse_n_train + S.collapse_n_test,
-                       repeats=len(S.collapse_seeds)) for m in S.collapse_mask_ratios]
+    spec = PretrainSpec(
+        dataset="mnist10k",
+        n_train=S.collapse_n_train,
+        n_test=S.collapse_n_test,
+        img_size=28,
+        channels=1,
+        model="mae",
+        size="micro",
+        epochs=S.mae_epochs,
+        mask_ratio=0.75,
+    )
+    runs = [
+        PlannedRun(
+            f"collapsed decoder m={m:g}",
+            size="micro",
+            img_size=28,
+            channels=1,
+            batch_size=128,
+            steps=S.collapse_steps,
+            mask_ratio=m,
+            data_images=S.collapse_n_train + S.collapse_n_test,
+            repeats=len(S.collapse_seeds),
+        )
+        for m in S.collapse_mask_ratios
+    ]
     return runs + [PlannedRun.from_spec(spec, label="micro MAE (Theorem 3.6)")]
 
 
 def plans(profile: str) -> dict[str, list[PlannedRun]]:
     """``{notebook: planned runs}`` of this paper's notebooks in ``profile``."""
-    return {"zhang_mask_graph": mask_graph_runs(profile), "zhang_umae": umae_runs(profile),
-            "zhang_ablations": ablation_runs(profile)}
+    return {
+        "zhang_mask_graph": mask_graph_runs(profile),
+        "zhang_umae": umae_runs(profile),
+        "zhang_ablations": ablation_runs(profile),
+    }

@@ -12,11 +12,13 @@ and U-MAE built with the same seed start from the same weights (``tests/papers/t
 evaluated once, as variant ``"random"``. The probe trains on a random subset of the pre-training images drawn by
 the seed (:func:`probe_subset`); the raw-pixel reference (:func:`raw_pixel_row`) uses the same subset.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -56,9 +58,11 @@ def learned_margin(mae_acc: Sequence[float], random_acc: Sequence[float], margin
     worst = int(np.argmin(gain))
     if gain[worst] > margin:
         return ""
-    return (f"MAE's probe does not beat random init by more than {100 * margin:.1f} points in every seed "
-            f"(smallest gain {100 * gain[worst]:+.1f} points, seed #{worst}: {100 * a[worst]:.1f} % vs "
-            f"{100 * b[worst]:.1f} %)")
+    return (
+        f"MAE's probe does not beat random init by more than {100 * margin:.1f} points in every seed "
+        f"(smallest gain {100 * gain[worst]:+.1f} points, seed #{worst}: {100 * a[worst]:.1f} % vs "
+        f"{100 * b[worst]:.1f} %)"
+    )
 
 
 def first_learned(curves, margin: float, metric: str = "linear_acc", variant: str = "mae"):
@@ -121,9 +125,17 @@ def raw_pixel_row(tr_images, tr_labels, te_images, te_labels, seed: int) -> dict
     return {"linear_acc": acc, "knn_acc": knn}
 
 
-def seed_curves(base: experiments.PretrainSpec, variants: Mapping[str, Mapping[str, Any]], seed: int,
-                epochs: Sequence[int], *, keep_epochs: Sequence[int] | None = None, probe_n_train: int | None = None,
-                device: str = "auto", progress: bool | None = None) -> dict[str, Any]:
+def seed_curves(
+    base: experiments.PretrainSpec,
+    variants: Mapping[str, Mapping[str, Any]],
+    seed: int,
+    epochs: Sequence[int],
+    *,
+    keep_epochs: Sequence[int] | None = None,
+    probe_n_train: int | None = None,
+    device: str = "auto",
+    progress: bool | None = None,
+) -> dict[str, Any]:
     """Pre-train every variant at ``seed`` (cached) keeping snapshots and evaluate the snapshots at ``epochs``.
 
     ``keep_epochs``: the snapshots kept in the checkpoint (part of its key; None: ``epochs``), a superset of
@@ -156,23 +168,38 @@ def seed_curves(base: experiments.PretrainSpec, variants: Mapping[str, Mapping[s
     rows, hist, timing = [], [], []
     for i, (name, fields) in enumerate(variants.items()):
         spec = dataclasses.replace(base, **dict(fields), seed=seed, snapshot_epochs=tuple(keep))
-        model, res, _, _ = experiments.pretrain(spec, device=str(dev), progress=progress, train_data=tr,
-                                                test_data=te)
+        model, res, _, _ = experiments.pretrain(spec, device=str(dev), progress=progress, train_data=tr, test_data=te)
         todo = epochs if i == 0 else epochs[1:]
         t0 = time.perf_counter()
         vals = experiments.evaluate_snapshots(
-            spec, model, res.snapshots, todo, reseed=False,
-            measure=lambda m: snapshot_row(m, ptr, ytr, te.images, te.labels, seed))
+            spec,
+            model,
+            res.snapshots,
+            todo,
+            reseed=False,
+            measure=lambda m: snapshot_row(m, ptr, ytr, te.images, te.labels, seed),
+        )
         for e, v in zip(todo, vals):
-            rows.append({"variant": "random" if e == 0 else name, "seed": seed, "epoch": e,
-                         "images_seen": e * per_epoch, **v})
+            rows.append(
+                {"variant": "random" if e == 0 else name, "seed": seed, "epoch": e, "images_seen": e * per_epoch, **v}
+            )
         hist += [{"variant": name, "seed": seed, **h} for h in res.history]
-        timing.append({"variant": name, "seed": seed, "train_seconds": float(sum(h["seconds"] for h in res.history)),
-                       "eval_seconds": time.perf_counter() - t0, "snapshots": len(todo)})
+        timing.append(
+            {
+                "variant": name,
+                "seed": seed,
+                "train_seconds": float(sum(h["seconds"] for h in res.history)),
+                "eval_seconds": time.perf_counter() - t0,
+                "snapshots": len(todo),
+            }
+        )
     raw = raw_pixel_row(ptr, ytr, te.images, te.labels, seed)
-    return {"curves": pd.DataFrame(rows, columns=["variant", "seed", "epoch", "images_seen", *METRICS]),
-            "raw": pd.DataFrame([{"seed": seed, **raw}]), "history": pd.DataFrame(hist),
-            "timing": pd.DataFrame(timing)}
+    return {
+        "curves": pd.DataFrame(rows, columns=["variant", "seed", "epoch", "images_seen", *METRICS]),
+        "raw": pd.DataFrame([{"seed": seed, **raw}]),
+        "history": pd.DataFrame(hist),
+        "timing": pd.DataFrame(timing),
+    }
 
 
 def step_throughput(model, images: torch.Tensor, batch_size: int, steps: int, warmup: int = 2) -> float:
@@ -192,12 +219,22 @@ def step_throughput(model, images: torch.Tensor, batch_size: int, steps: int, wa
         if i == warmup:
             t0 = time.perf_counter()
         j = (i % n_batches) * batch_size
-        loss = model(images[j:j + batch_size])["loss"]
+        loss = model(images[j : j + batch_size])["loss"]
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
     return steps * batch_size / (time.perf_counter() - t0)
 
 
-__all__ = ["KNN_K", "METRICS", "POOLS", "first_learned", "learned_margin", "probe_subset", "raw_pixel_row",
-           "seed_curves", "snapshot_row", "step_throughput"]
+__all__ = [
+    "KNN_K",
+    "METRICS",
+    "POOLS",
+    "first_learned",
+    "learned_margin",
+    "probe_subset",
+    "raw_pixel_row",
+    "seed_curves",
+    "snapshot_row",
+    "step_throughput",
+]

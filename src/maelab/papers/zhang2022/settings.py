@@ -3,13 +3,26 @@
 Each class holds the ``cpu`` values as defaults and ``SMOKE`` / ``GPU`` overrides; see :mod:`maelab.profiles`.
 Edited only by the respective notebook's author.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 from ..._validate import ParameterError
-from ...profiles import (NotebookSettings, is_choice, is_int, is_list, is_mapping, is_number, is_ratio, is_str,
-                         notebook_settings, optional, per_key, setting)
+from ...profiles import (
+    NotebookSettings,
+    is_choice,
+    is_int,
+    is_list,
+    is_mapping,
+    is_number,
+    is_ratio,
+    is_str,
+    notebook_settings,
+    optional,
+    per_key,
+    setting,
+)
 
 _IMAGE_DATASETS = ("mnist10k", "shapes", "cifar10")
 _PATH = optional(is_str())
@@ -30,27 +43,53 @@ class ZhangMaskGraphSettings(NotebookSettings):
     2b/c and the exact graphs are numpy on the CPU (not modelled).
     """
 
-    SMOKE = {"n_images": 200, "mask_ratios": [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.95], "n_pairs": 20,
-             "n_mask_draws": 1, "seeds": [0, 1], "graph_side": 2, "ks": [1, 2, 4], "claim_k": 2,
-             "collapse_n_train": 64, "collapse_n_test": 32, "collapse_steps": 5, "collapse_mask_ratios": [0.75],
-             "collapse_seeds": [0, 1], "mae_epochs": 1}
-    GPU = {"n_images": 8000, "mask_ratios": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
-           "n_pairs": 2000, "n_mask_draws": 16, "seeds": list(range(10)), "collapse_n_train": 8000,
-           "collapse_n_test": 2000, "collapse_steps": 4000, "collapse_mask_ratios": [0.25, 0.5, 0.75, 0.9],
-           "collapse_seeds": [0, 1, 2, 3, 4], "mae_epochs": 200}
+    SMOKE = {
+        "n_images": 200,
+        "mask_ratios": [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.95],
+        "n_pairs": 20,
+        "n_mask_draws": 1,
+        "seeds": [0, 1],
+        "graph_side": 2,
+        "ks": [1, 2, 4],
+        "claim_k": 2,
+        "collapse_n_train": 64,
+        "collapse_n_test": 32,
+        "collapse_steps": 5,
+        "collapse_mask_ratios": [0.75],
+        "collapse_seeds": [0, 1],
+        "mae_epochs": 1,
+    }
+    GPU = {
+        "n_images": 8000,
+        "mask_ratios": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
+        "n_pairs": 2000,
+        "n_mask_draws": 16,
+        "seeds": list(range(10)),
+        "collapse_n_train": 8000,
+        "collapse_n_test": 2000,
+        "collapse_steps": 4000,
+        "collapse_mask_ratios": [0.25, 0.5, 0.75, 0.9],
+        "collapse_seeds": [0, 1, 2, 3, 4],
+        "mae_epochs": 200,
+    }
 
-    datasets: tuple = setting(["mnist10k", "shapes"], "datasets of Fig. 2b/c (cifar10 is added when data_root is set)",
-                              is_list(is_choice("mnist10k", "shapes")))
+    datasets: tuple = setting(
+        ["mnist10k", "shapes"],
+        "datasets of Fig. 2b/c (cifar10 is added when data_root is set)",
+        is_list(is_choice("mnist10k", "shapes")),
+    )
     n_images: int = setting(2000, "images per dataset (train split) for Fig. 2b/c", is_int(2))
     patch_size: int = setting(4, "patch side in pixels", is_int())
-    mask_ratios: tuple = setting([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
-                                 "the rho grid of Fig. 2b/c; starts at 0 (the table's 'ratio at rho = 0')",
-                                 is_list(is_ratio(zero=True), min_len=2, increasing=True,
-                                         why="the Fig. 2b claims need a series"))
+    mask_ratios: tuple = setting(
+        [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
+        "the rho grid of Fig. 2b/c; starts at 0 (the table's 'ratio at rho = 0')",
+        is_list(is_ratio(zero=True), min_len=2, increasing=True, why="the Fig. 2b claims need a series"),
+    )
     n_pairs: int = setting(300, "intra- and inter-class image pairs per seed", is_int())
     n_mask_draws: int = setting(4, "sampled masks per pair and rho (the Monte-Carlo curve)", is_int())
-    seeds: tuple = setting([0, 1, 2, 3, 4], "independent samples of pairs and masks (>= 2 for s.e.; 1 is allowed)",
-                           is_list(is_int(0)))
+    seeds: tuple = setting(
+        [0, 1, 2, 3, 4], "independent samples of pairs and masks (>= 2 for s.e.; 1 is allowed)", is_list(is_int(0))
+    )
     data_root: Any = setting(None, "a local CIFAR-10 folder adds CIFAR-10 to Fig. 2b/c (never downloaded)", _PATH)
     graph_side: int = setting(3, "exact graphs: images are graph_side x graph_side patches", is_int(2))
     graph_noise: float = setting(0.1, "exact graphs: symbol noise of the tiny world", is_number(0.0))
@@ -60,8 +99,9 @@ class ZhangMaskGraphSettings(NotebookSettings):
     collapse_n_train: int = setting(2000, "Theorem 3.6: mnist10k training images", is_int())
     collapse_n_test: int = setting(500, "Theorem 3.6: mnist10k test images", is_int(2))
     collapse_steps: int = setting(300, "Theorem 3.6: training steps of each collapsed decoder", is_int())
-    collapse_mask_ratios: tuple = setting([0.5, 0.75], "Theorem 3.6: mask ratios of the collapsed decoders",
-                                          is_list(is_ratio()))
+    collapse_mask_ratios: tuple = setting(
+        [0.5, 0.75], "Theorem 3.6: mask ratios of the collapsed decoders", is_list(is_ratio())
+    )
     collapse_seeds: tuple = setting([0, 1, 2], "Theorem 3.6: seeds of the collapsed decoders", is_list(is_int(0)))
     mae_epochs: int = setting(10, "Theorem 3.6: epochs of the normal micro MAE", is_int())
 
@@ -98,43 +138,88 @@ class ZhangUMAESettings(NotebookSettings):
     smoke: one seed, so the paired claims are inconclusive ("needs >= 2 paired samples"): the pipeline only.
     """
 
-    SMOKE = {"n_train": 128, "n_test": 64, "epochs": 2, "batch_size": 64, "blr": 2e-3, "warmup_epochs": 1,
-             "seeds": [0], "finetune_epochs": 1, "finetune_blr": 1e-3, "rank_epochs": [0, 1, 2], "tsne_n": 64,
-             "tsne_iter": 250, "probe_cs": [0.1]}
-    GPU = {"size": "vit_tiny", "model_overrides": {"patch_size": 4}, "n_train": 8000, "n_test": 2000, "epochs": 80,
-           "batch_size": 256, "blr": 1.5e-3, "warmup_epochs": 8, "seeds": [0, 1, 2, 3, 4], "finetune_epochs": 5,
-           "finetune_blr": 1e-3, "rank_epochs": [0, 10, 20, 40, 60, 80], "tsne_n": 1000, "tsne_iter": 1000}
+    SMOKE = {
+        "n_train": 128,
+        "n_test": 64,
+        "epochs": 2,
+        "batch_size": 64,
+        "blr": 2e-3,
+        "warmup_epochs": 1,
+        "seeds": [0],
+        "finetune_epochs": 1,
+        "finetune_blr": 1e-3,
+        "rank_epochs": [0, 1, 2],
+        "tsne_n": 64,
+        "tsne_iter": 250,
+        "probe_cs": [0.1],
+    }
+    GPU = {
+        "size": "vit_tiny",
+        "model_overrides": {"patch_size": 4},
+        "n_train": 8000,
+        "n_test": 2000,
+        "epochs": 80,
+        "batch_size": 256,
+        "blr": 1.5e-3,
+        "warmup_epochs": 8,
+        "seeds": [0, 1, 2, 3, 4],
+        "finetune_epochs": 5,
+        "finetune_blr": 1e-3,
+        "rank_epochs": [0, 10, 20, 40, 60, 80],
+        "tsne_n": 1000,
+        "tsne_iter": 1000,
+    }
 
-    datasets: tuple = setting(["shapes", "mnist10k"], "datasets of the comparison (cifar10 added with data_root)",
-                              is_list(is_choice("shapes", "mnist10k")))
+    datasets: tuple = setting(
+        ["shapes", "mnist10k"],
+        "datasets of the comparison (cifar10 added with data_root)",
+        is_list(is_choice("shapes", "mnist10k")),
+    )
     data_root: Any = setting(None, "a local CIFAR-10 folder adds CIFAR-10 (never downloaded); None: skip it", _PATH)
     size: str = setting("micro", "model size (maelab.models.SIZES)", is_str())
-    model_overrides: Any = setting({}, "model settings over the size's defaults (e.g. patch_size)",
-                                   is_mapping())
-    n_train: Any = setting({"shapes": 4000, "mnist10k": 5000, "cifar10": 5000},
-                           "training images, for all datasets or {dataset: n}", per_key(is_int(), _IMAGE_DATASETS))
+    model_overrides: Any = setting({}, "model settings over the size's defaults (e.g. patch_size)", is_mapping())
+    n_train: Any = setting(
+        {"shapes": 4000, "mnist10k": 5000, "cifar10": 5000},
+        "training images, for all datasets or {dataset: n}",
+        per_key(is_int(), _IMAGE_DATASETS),
+    )
     n_test: int = setting(1000, "test images", is_int(2))
-    epochs: Any = setting({"shapes": 25, "mnist10k": 40, "cifar10": 40},
-                          "pre-training epochs, for all datasets or {dataset: epochs}",
-                          per_key(is_int(), _IMAGE_DATASETS))
+    epochs: Any = setting(
+        {"shapes": 25, "mnist10k": 40, "cifar10": 40},
+        "pre-training epochs, for all datasets or {dataset: epochs}",
+        per_key(is_int(), _IMAGE_DATASETS),
+    )
     batch_size: int = setting(128, "batch size", is_int())
     blr: float = setting(1e-2, "base learning rate: peak lr = blr * batch / 256", is_number(0.0, low_open=True))
     warmup_epochs: float = setting(2, "linear warm-up epochs", is_number(0.0))
-    seeds: tuple = setting([0, 1, 2], "seeds; one MAE and one U-MAE run per seed and dataset (>= 2 for the paired "
-                           "claims; 1 makes them inconclusive)", is_list(is_int(0)))
-    lam: float = setting(0.01, "U-MAE's uniformity coefficient lambda (> 0: at 0 U-MAE is MAE and every paired "
-                         "claim compares MAE with itself)", is_number(0.0, low_open=True))
+    seeds: tuple = setting(
+        [0, 1, 2],
+        "seeds; one MAE and one U-MAE run per seed and dataset (>= 2 for the paired claims; 1 makes them inconclusive)",
+        is_list(is_int(0)),
+    )
+    lam: float = setting(
+        0.01,
+        "U-MAE's uniformity coefficient lambda (> 0: at 0 U-MAE is MAE and every paired "
+        "claim compares MAE with itself)",
+        is_number(0.0, low_open=True),
+    )
     mask_ratio: float = setting(0.75, "mask ratio (the paper's 0.75)", is_ratio(zero=True))
     finetune_epochs: int = setting(6, "fine-tuning epochs", is_int())
     finetune_blr: float = setting(1e-2, "fine-tuning base learning rate", is_number(0.0, low_open=True))
-    rank_epochs: tuple = setting([0, 5, 10, 15, 20, 25, 30, 35, 40], "epochs at which the effective rank is tracked "
-                                 "(cut at each run's length)", is_list(is_int(0)))
+    rank_epochs: tuple = setting(
+        [0, 5, 10, 15, 20, 25, 30, 35, 40],
+        "epochs at which the effective rank is tracked (cut at each run's length)",
+        is_list(is_int(0)),
+    )
     investigate_dataset: str = setting("shapes", "dataset of the U-MAE investigation", is_choice(*_IMAGE_DATASETS))
     lam_factor: float = setting(10, "investigation: lambda multiplied by this factor", is_number(0.0, low_open=True))
     tsne_n: int = setting(500, "test images in the t-SNE plots", is_int(2))
     tsne_iter: int = setting(750, "t-SNE iterations", is_int(250))
-    probe_cs: Any = setting(None, "logistic-regression C grid of the probe (None: maelab.evaluate.DEFAULT_CS)",
-                            optional(is_list(is_number(0.0, low_open=True))))
+    probe_cs: Any = setting(
+        None,
+        "logistic-regression C grid of the probe (None: maelab.evaluate.DEFAULT_CS)",
+        optional(is_list(is_number(0.0, low_open=True))),
+    )
 
 
 @notebook_settings
@@ -150,10 +235,26 @@ class ZhangAblationsSettings(NotebookSettings):
     smoke: one seed, so the paired claims are inconclusive: the pipeline only.
     """
 
-    SMOKE = {"n_train": 128, "n_test": 64, "epochs": 1, "batch_size": 64, "blr": 2e-3, "warmup_epochs": 1,
-             "seeds": [0], "lams": [0.0, 0.01, 1.0]}
-    GPU = {"size": "vit_tiny", "n_train": 10000, "n_test": 2000, "epochs": 30, "batch_size": 256, "blr": 1.5e-3,
-           "warmup_epochs": 3, "seeds": [0, 1, 2]}
+    SMOKE = {
+        "n_train": 128,
+        "n_test": 64,
+        "epochs": 1,
+        "batch_size": 64,
+        "blr": 2e-3,
+        "warmup_epochs": 1,
+        "seeds": [0],
+        "lams": [0.0, 0.01, 1.0],
+    }
+    GPU = {
+        "size": "vit_tiny",
+        "n_train": 10000,
+        "n_test": 2000,
+        "epochs": 30,
+        "batch_size": 256,
+        "blr": 1.5e-3,
+        "warmup_epochs": 3,
+        "seeds": [0, 1, 2],
+    }
 
     dataset: str = setting("shapes", "dataset of every run", is_choice("shapes", "mnist10k"))
     size: str = setting("micro", "model size (maelab.models.SIZES)", is_str())
@@ -163,17 +264,22 @@ class ZhangAblationsSettings(NotebookSettings):
     batch_size: int = setting(128, "batch size", is_int())
     blr: float = setting(1e-2, "base learning rate: peak lr = blr * batch / 256", is_number(0.0, low_open=True))
     warmup_epochs: float = setting(2, "linear warm-up epochs", is_number(0.0))
-    seeds: tuple = setting([0, 1, 2], "seeds; every comparison is paired by seed (>= 2 for the paired claims)",
-                           is_list(is_int(0)))
-    lams: tuple = setting([0.0, 0.001, 0.01, 0.1, 1.0], "Table 3's lambdas (must hold 0, 0.01 and one >= 0.1: the "
-                          "claims compare them)", is_list(is_number(0.0), increasing=True))
+    seeds: tuple = setting(
+        [0, 1, 2], "seeds; every comparison is paired by seed (>= 2 for the paired claims)", is_list(is_int(0))
+    )
+    lams: tuple = setting(
+        [0.0, 0.001, 0.01, 0.1, 1.0],
+        "Table 3's lambdas (must hold 0, 0.01 and one >= 0.1: the claims compare them)",
+        is_list(is_number(0.0), increasing=True),
+    )
     simmim_mask_ratio: float = setting(0.6, "mask ratio of SimMIM and U-SimMIM (the paper's 0.6)", is_ratio())
     simmim_lam: float = setting(0.01, "U-SimMIM's lambda (> 0: at 0 it is SimMIM)", is_number(0.0, low_open=True))
 
     def validate(self) -> None:
         if 0.0 not in self.lams or 0.01 not in self.lams or max(self.lams) < 0.1:
-            raise ParameterError("lams", "a list holding 0.0, 0.01 and a value >= 0.1 (the Table 3 claims compare "
-                                 "them)", self.lams)
+            raise ParameterError(
+                "lams", "a list holding 0.0, 0.01 and a value >= 0.1 (the Table 3 claims compare them)", self.lams
+            )
 
 
 @notebook_settings
@@ -194,17 +300,34 @@ class ZhangRegime(NotebookSettings):
     smoke: tiny, two seeds: the pipeline only.
     """
 
-    SMOKE = {"n_train": 512, "n_test": 256, "probe_n_train": 256, "epochs": 2, "batch_size": 128,
-             "curve_epochs": [0, 1, 2], "seeds": [0, 1], "timing_steps": 2}
-    GPU = {"n_train": 60000, "epochs": 40, "probe_n_train": None, "curve_epochs": [0, 1, 2, 5, 10, 20, 30, 40],
-           "seeds": [0, 1, 2, 3, 4]}
+    SMOKE = {
+        "n_train": 512,
+        "n_test": 256,
+        "probe_n_train": 256,
+        "epochs": 2,
+        "batch_size": 128,
+        "curve_epochs": [0, 1, 2],
+        "seeds": [0, 1],
+        "timing_steps": 2,
+    }
+    GPU = {
+        "n_train": 60000,
+        "epochs": 40,
+        "probe_n_train": None,
+        "curve_epochs": [0, 1, 2, 5, 10, 20, 30, 40],
+        "seeds": [0, 1, 2, 3, 4],
+    }
 
-    dataset: str = setting("fashion_mnist", "dataset (28 x 28 grey images; fetch once: python -m maelab.data fetch "
-                           "fashion_mnist)", is_choice("fashion_mnist", "mnist"))
+    dataset: str = setting(
+        "fashion_mnist",
+        "dataset (28 x 28 grey images; fetch once: python -m maelab.data fetch fashion_mnist)",
+        is_choice("fashion_mnist", "mnist"),
+    )
     n_train: int = setting(30000, "pre-training images (the first n of the train split)", is_int(2))
     n_test: int = setting(10000, "test images (probes, 20-NN, effective rank)", is_int(2))
-    probe_n_train: Any = setting(5000, "training images of the probe and the 20-NN, drawn by the seed (None: all)",
-                                 optional(is_int(2)))
+    probe_n_train: Any = setting(
+        5000, "training images of the probe and the 20-NN, drawn by the seed (None: all)", optional(is_int(2))
+    )
     size: str = setting("micro", "model size (maelab.models.SIZES)", is_str())
     patch_size: int = setting(7, "patch side in pixels (must divide 28)", is_choice(2, 4, 7, 14))
     epochs: int = setting(8, "pre-training epochs", is_int())
@@ -212,21 +335,30 @@ class ZhangRegime(NotebookSettings):
     blr: float = setting(4e-3, "base learning rate: peak lr = blr * batch / 256", is_number(0.0, low_open=True))
     warmup_epochs: float = setting(1, "linear warm-up epochs", is_number(0.0))
     mask_ratio: float = setting(0.75, "mask ratio (the paper's 0.75)", is_ratio(zero=True))
-    lam: float = setting(0.01, "U-MAE's uniformity coefficient lambda (the paper's 0.01)",
-                         is_number(0.0, low_open=True))
-    seeds: tuple = setting([0, 1, 2], "seeds; one MAE and one U-MAE run per seed, paired (>= 2 for a spread)",
-                           is_list(is_int(0)))
-    curve_epochs: tuple = setting([0, 1, 2, 4, 8], "epochs whose snapshots are evaluated (0: random init)",
-                                  is_list(is_int(0), min_len=2, increasing=True, why="a curve needs two points"))
-    margin: float = setting(0.05, "learned precondition: MAE's [CLS] probe above random init by more than this in "
-                            "every seed (0.05 = 5 points)", is_number(0.0))
+    lam: float = setting(
+        0.01, "U-MAE's uniformity coefficient lambda (the paper's 0.01)", is_number(0.0, low_open=True)
+    )
+    seeds: tuple = setting(
+        [0, 1, 2], "seeds; one MAE and one U-MAE run per seed, paired (>= 2 for a spread)", is_list(is_int(0))
+    )
+    curve_epochs: tuple = setting(
+        [0, 1, 2, 4, 8],
+        "epochs whose snapshots are evaluated (0: random init)",
+        is_list(is_int(0), min_len=2, increasing=True, why="a curve needs two points"),
+    )
+    margin: float = setting(
+        0.05,
+        "learned precondition: MAE's [CLS] probe above random init by more than this in every seed (0.05 = 5 points)",
+        is_number(0.0),
+    )
     timing_patches: tuple = setting([4, 7], "patch sizes whose training throughput is measured", is_list(is_int()))
     timing_steps: int = setting(10, "timed training steps per patch size (after 2 warm-up steps)", is_int())
 
     def validate(self) -> None:
         if self.curve_epochs[0] != 0 or self.curve_epochs[-1] != self.epochs:
-            raise ParameterError("curve_epochs", f"a list from 0 (random init) to epochs = {self.epochs}",
-                                 self.curve_epochs)
+            raise ParameterError(
+                "curve_epochs", f"a list from 0 (random init) to epochs = {self.epochs}", self.curve_epochs
+            )
 
 
 NOTEBOOKS: dict[str, type] = {

@@ -21,10 +21,12 @@ seed=s)``), see the same data order and the same masks (dedicated generators), s
 the uniformity term (``tests/papers/test_zhang2022_umae.py`` checks that U-MAE with lambda = 0 reproduces MAE
 exactly).
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,8 +36,17 @@ from maelab._validate import ParameterError
 
 POOLS = ("cls", "mean")
 #: per-run numbers in :func:`compare`'s ``runs`` table (suffix ``_mean`` for mean-pooled patch tokens)
-METRICS = ("linear_acc", "knn_acc", "effective_rank", "linear_acc_mean", "knn_acc_mean", "effective_rank_mean",
-           "finetune_acc", "rec_loss", "train_seconds")
+METRICS = (
+    "linear_acc",
+    "knn_acc",
+    "effective_rank",
+    "linear_acc_mean",
+    "knn_acc_mean",
+    "effective_rank_mean",
+    "finetune_acc",
+    "rec_loss",
+    "train_seconds",
+)
 
 
 def _features(model, images, pool):
@@ -67,9 +78,15 @@ def _pool_metrics(model, tr, te, seed: int, probe_cs=None) -> tuple[dict, dict, 
     return row, sv, feats
 
 
-def evaluate_run(spec: experiments.PretrainSpec, *, rank_epochs: Sequence[int] = (), finetune_epochs: int = 0,
-                 probe_cs: Sequence[float] | None = None, device: str = "auto",
-                 progress: bool | None = None) -> dict[str, Any]:
+def evaluate_run(
+    spec: experiments.PretrainSpec,
+    *,
+    rank_epochs: Sequence[int] = (),
+    finetune_epochs: int = 0,
+    probe_cs: Sequence[float] | None = None,
+    device: str = "auto",
+    progress: bool | None = None,
+) -> dict[str, Any]:
     """Pre-train ``spec`` (cached) and evaluate it.
 
     ``rank_epochs``: completed epochs (0 = initial weights) at which the effective rank of the test features is
@@ -86,8 +103,9 @@ def evaluate_run(spec: experiments.PretrainSpec, *, rank_epochs: Sequence[int] =
     epochs = sorted({int(e) for e in rank_epochs})
     if any(e < 0 or e > spec.epochs for e in epochs):
         raise ParameterError("rank_epochs", f"epochs in [0, {spec.epochs}]", list(rank_epochs))
-    spec = dataclasses.replace(spec, snapshot_epochs=tuple(epochs), rank_every=0, keep_features=False,
-                               finetune_epochs=0)
+    spec = dataclasses.replace(
+        spec, snapshot_epochs=tuple(epochs), rank_every=0, keep_features=False, finetune_epochs=0
+    )
     _probe_kwargs(probe_cs)
     dev = resolve_device(device)
     model, res, tr, te = experiments.pretrain(spec, device=str(dev), progress=progress)
@@ -96,22 +114,51 @@ def evaluate_run(spec: experiments.PretrainSpec, *, rank_epochs: Sequence[int] =
     row, sv, feats = _pool_metrics(model, tr, te, spec.seed, probe_cs)
     row["rec_loss"] = experiments.reconstruction_loss(model, te.images, spec.mask_ratio, seed=spec.seed)
     row["train_seconds"] = float(sum(h["seconds"] for h in res.history))
-    ranks = [[e, *r] for e, r in zip(epochs, experiments.evaluate_snapshots(
-        spec, model, res.snapshots, epochs, reseed=True,  # reseed: as the stored zhang_umae runs were computed
-        measure=lambda m: [float(metrics.effective_rank(_features(m, te.images, p))) for p in POOLS]))]
+    ranks = [
+        [e, *r]
+        for e, r in zip(
+            epochs,
+            experiments.evaluate_snapshots(
+                spec,
+                model,
+                res.snapshots,
+                epochs,
+                reseed=True,  # reseed: as the stored zhang_umae runs were computed
+                measure=lambda m: [float(metrics.effective_rank(_features(m, te.images, p))) for p in POOLS],
+            ),
+        )
+    ]
     row["finetune_acc"] = None
     if finetune_epochs:
-        ft = train.fine_tune(model, tr, te, train.FineTuneConfig(
-            epochs=finetune_epochs, batch_size=min(128, len(tr)), blr=spec.finetune_blr,
-            warmup_epochs=min(1, finetune_epochs), pool=spec.pool, seed=spec.seed), device=str(dev),
-            progress=progress)
+        ft = train.fine_tune(
+            model,
+            tr,
+            te,
+            train.FineTuneConfig(
+                epochs=finetune_epochs,
+                batch_size=min(128, len(tr)),
+                blr=spec.finetune_blr,
+                warmup_epochs=min(1, finetune_epochs),
+                pool=spec.pool,
+                seed=spec.seed,
+            ),
+            device=str(dev),
+            progress=progress,
+        )
         row["finetune_acc"] = float(ft.test_acc)
-    return {"row": row, "history": res.history, "ranks": ranks, "sv": sv,
-            "test_features": feats["cls"].numpy(), "test_labels": te.labels.cpu().numpy()}
+    return {
+        "row": row,
+        "history": res.history,
+        "ranks": ranks,
+        "sv": sv,
+        "test_features": feats["cls"].numpy(),
+        "test_labels": te.labels.cpu().numpy(),
+    }
 
 
-def random_init_run(spec: experiments.PretrainSpec, *, probe_cs: Sequence[float] | None = None,
-                    device: str = "auto") -> dict[str, Any]:
+def random_init_run(
+    spec: experiments.PretrainSpec, *, probe_cs: Sequence[float] | None = None, device: str = "auto"
+) -> dict[str, Any]:
     """The untrained model of ``spec`` evaluated like a trained one (no fine-tuning): ``row`` and ``sv``."""
     dev = resolve_device(device)
     tr, te = experiments.load_data(spec, dev, progress=False)
@@ -120,11 +167,20 @@ def random_init_run(spec: experiments.PretrainSpec, *, probe_cs: Sequence[float]
     return {"row": row, "sv": sv}
 
 
-def compare(base: experiments.PretrainSpec, variants: Mapping[str, Mapping[str, Any]], seeds: Sequence[int], *,
-            rank_epochs: Sequence[int] = (), finetune_variants: Sequence[str] = (), finetune_epochs: int = 0,
-            random_init: bool = True, features_seed: int | None = None,
-            probe_cs: Sequence[float] | None = None, device: str = "auto",
-            progress: bool | None = None) -> dict[str, Any]:
+def compare(
+    base: experiments.PretrainSpec,
+    variants: Mapping[str, Mapping[str, Any]],
+    seeds: Sequence[int],
+    *,
+    rank_epochs: Sequence[int] = (),
+    finetune_variants: Sequence[str] = (),
+    finetune_epochs: int = 0,
+    random_init: bool = True,
+    features_seed: int | None = None,
+    probe_cs: Sequence[float] | None = None,
+    device: str = "auto",
+    progress: bool | None = None,
+) -> dict[str, Any]:
     """Run every variant at every seed and collect store-ready tables.
 
     ``variants``: name -> PretrainSpec fields replacing those of ``base`` (e.g. ``{"mae": {"model": "mae"},
@@ -155,12 +211,20 @@ def compare(base: experiments.PretrainSpec, variants: Mapping[str, Mapping[str, 
     for name, fields in variants.items():
         for s in seeds:
             spec = dataclasses.replace(base, **dict(fields), seed=s)
-            r = evaluate_run(spec, rank_epochs=rank_epochs, probe_cs=probe_cs, device=device, progress=progress,
-                             finetune_epochs=finetune_epochs if name in finetune_variants else 0)
+            r = evaluate_run(
+                spec,
+                rank_epochs=rank_epochs,
+                probe_cs=probe_cs,
+                device=device,
+                progress=progress,
+                finetune_epochs=finetune_epochs if name in finetune_variants else 0,
+            )
             rows.append({"variant": name, "seed": s, **r["row"]})
             curves += [{"variant": name, "seed": s, **h} for h in r["history"]]
-            ranks += [{"variant": name, "seed": s, "epoch": e, "effective_rank": a, "effective_rank_mean": b}
-                      for e, a, b in r["ranks"]]
+            ranks += [
+                {"variant": name, "seed": s, "epoch": e, "effective_rank": a, "effective_rank_mean": b}
+                for e, a, b in r["ranks"]
+            ]
             sv.setdefault(name, []).append(r["sv"]["cls"])
             if features_seed is not None and s == features_seed:
                 out[f"features_{name}"] = r["test_features"]
@@ -169,8 +233,16 @@ def compare(base: experiments.PretrainSpec, variants: Mapping[str, Mapping[str, 
         first = next(iter(variants.values()))
         for s in seeds:
             r = random_init_run(dataclasses.replace(base, **dict(first), seed=s), probe_cs=probe_cs, device=device)
-            rows.append({"variant": "random", "seed": s, **r["row"], "finetune_acc": None, "rec_loss": None,
-                         "train_seconds": 0.0})
+            rows.append(
+                {
+                    "variant": "random",
+                    "seed": s,
+                    **r["row"],
+                    "finetune_acc": None,
+                    "rec_loss": None,
+                    "train_seconds": 0.0,
+                }
+            )
             sv.setdefault("random", []).append(r["sv"]["cls"])
     out["runs"] = pd.DataFrame(rows, columns=["variant", "seed", *METRICS])
     out["curves"] = pd.DataFrame(curves)
@@ -193,8 +265,11 @@ def paired(runs, metric: str, a: str = "umae", b: str = "mae") -> list[float]:
     return [float(x[s]) - float(y[s]) for s in common]
 
 
-def summary(runs, metrics_: Sequence[str] = ("linear_acc", "knn_acc", "finetune_acc", "effective_rank"),
-            order: Sequence[str] | None = None):
+def summary(
+    runs,
+    metrics_: Sequence[str] = ("linear_acc", "knn_acc", "finetune_acc", "effective_rank"),
+    order: Sequence[str] | None = None,
+):
     """``mean ± std`` (sample std, ddof = 1, over seeds) per variant: a DataFrame of strings, one row per variant,
     plus numeric columns ``<metric>`` (mean) and ``<metric>_std``."""
     import pandas as pd
@@ -237,8 +312,11 @@ def finetune_unmet(runs, variants: Sequence[str] = ("mae", "umae")) -> str:
             failed.append(f"{v} {100 * float(ft.mean()):.1f} % <= probe {100 * lin:.1f} %")
     if not failed:
         return ""
-    return "fine-tuning did not learn (mean fine-tuned accuracy not above the frozen linear probe: " + \
-        "; ".join(failed) + ")"
+    return (
+        "fine-tuning did not learn (mean fine-tuned accuracy not above the frozen linear probe: "
+        + "; ".join(failed)
+        + ")"
+    )
 
 
 def per_seed_curve_gap(curves, column: str = "eval_online_acc", a: str = "umae", b: str = "mae") -> list[float]:
@@ -257,5 +335,14 @@ def per_seed_curve_gap(curves, column: str = "eval_online_acc", a: str = "umae",
     return [float(d[s]) for s in sorted(d.index)]
 
 
-__all__ = ["METRICS", "POOLS", "compare", "evaluate_run", "finetune_unmet", "paired", "per_seed_curve_gap", "random_init_run",
-           "summary"]
+__all__ = [
+    "METRICS",
+    "POOLS",
+    "compare",
+    "evaluate_run",
+    "finetune_unmet",
+    "paired",
+    "per_seed_curve_gap",
+    "random_init_run",
+    "summary",
+]
