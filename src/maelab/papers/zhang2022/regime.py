@@ -1,0 +1,240 @@
+"""Where does MAE learn on 2 CPU cores? The learning curves behind the ``zhang_regime`` notebook (issue 15).
+
+**Paper-specific:** the pilot that chooses the schedule on which ``zhang_umae``'s MAE vs U-MAE comparison is
+re-run, and the precondition every claim about a trained representation needs: MAE must beat the same
+architecture at random initialisation by a stated margin (:func:`learned_margin`).
+
+One pre-training run per (variant, seed) by :func:`maelab.experiments.pretrain` (checkpoints cached, exact
+resume) keeps weight snapshots at chosen epochs; each snapshot is evaluated frozen on the [CLS] token and on the
+mean of the patch tokens (logistic-regression probe ``method="logreg_torch"``, 20-NN, effective rank) by
+:func:`maelab.experiments.evaluate_snapshots`. The random-init reference of a seed is its epoch-0 snapshot: MAE
+and U-MAE built with the same seed start from the same weights (``tests/papers/test_zhang2022_umae.py``), so it is
+evaluated once, as variant ``"random"``. The probe trains on a random subset of the pre-training images drawn by
+the seed (:func:`probe_subset`); the raw-pixel reference (:func:`raw_pixel_row`) uses the same subset.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from maelab import evaluate, experiments, metrics
+from maelab._util import resolve_device
+from maelab._validate import ParameterError, positive_int
+
+POOLS = ("cls", "mean")
+#: per-snapshot numbers (suffix ``_mean``: mean-pooled patch tokens)
+METRICS = ("linear_acc", "knn_acc", "effective_rank", "linear_acc_mean", "knn_acc_mean", "effective_rank_mean")
+KNN_K = 20
+
+
+def _as_array(name: str, values) -> np.ndarray:
+    arr = np.asarray(values, dtype=float).reshape(-1)
+    if arr.size == 0 or not np.all(np.isfinite(arr)):
+        raise ParameterError(name, "a non-empty sequence of finite numbers (one per seed)", values)
+    return arr
+
+
+def learned_margin(mae_acc: Sequence[float], random_acc: Sequence[float], margin: float) -> str:
+    """The precondition "MAE demonstrably learned": for *every* seed, MAE's accuracy exceeds the accuracy of the
+    same architecture at random initialisation (same seed, so the same initial weights) by more than ``margin``.
+
+    ``mae_acc`` and ``random_acc`` are accuracies in [0, 1], paired by position (one per seed); ``margin`` >= 0 is
+    in the same unit (0.05 = 5 points). Every seed must clear it (not only the mean), so one seed that did not learn
+    is enough to withhold the verdict. Returns "" when the precondition holds, else a one-line reason (for
+    :class:`maelab.claims.Evidence` ``unmet``).
+    """
+    a, b = _as_array("mae_acc", mae_acc), _as_array("random_acc", random_acc)
+    if a.shape != b.shape:
+        raise ParameterError("random_acc", f"{a.size} values, one per seed like mae_acc", list(np.asarray(random_acc)))
+    if not (isinstance(margin, (int, float)) and np.isfinite(margin) and margin >= 0):
+        raise ParameterError("margin", "a finite number >= 0 (accuracy units: 0.05 = 5 points)", margin)
+    gain = a - b
+    worst = int(np.argmin(gain))
+    if gain[worst] > margin:
+        return ""
+    return (
+        f"MAE's probe does not beat random init by more than {100 * margin:.1f} points in every seed "
+        f"(smallest gain {100 * gain[worst]:+.1f} points, seed #{worst}: {100 * a[worst]:.1f} % vs "
+        f"{100 * b[worst]:.1f} %)"
+    )
+
+
+def first_learned(curves, margin: float, metric: str = "linear_acc", variant: str = "mae"):
+    """The first snapshot (smallest ``images_seen``) at which :func:`learned_margin` holds for ``variant``'s
+    ``metric`` against the seed's random-init row; ``None`` if none does.
+
+    ``curves``: the table of :func:`seed_curves` (columns variant, seed, epoch, images_seen and the metrics), all
+    seeds concatenated; a snapshot counts only when every seed that has a random-init row was evaluated there.
+    Returns ``(images_seen, epoch)``.
+    """
+    need = ("variant", "seed", "epoch", "images_seen", metric)
+    if any(c not in curves.columns for c in need):
+        raise ParameterError("curves", "a table with columns " + ", ".join(need), list(curves.columns))
+    rand = curves[curves.variant == "random"].set_index("seed")[metric]
+    if rand.empty:
+        raise ParameterError("curves", "random-init rows (variant 'random')", sorted(set(curves.variant)))
+    seeds = sorted(rand.index)
+    run = curves[curves.variant == variant]
+    for (images, epoch), grp in run.groupby(["images_seen", "epoch"], sort=True):
+        by_seed = grp.set_index("seed")[metric]
+        if sorted(by_seed.index) != seeds:
+            continue
+        if not learned_margin([by_seed[s] for s in seeds], [rand[s] for s in seeds], margin):
+            return int(images), int(epoch)
+    return None
+
+
+def probe_subset(n_total: int, n: int | None, seed: int) -> torch.Tensor:
+    """Sorted indices of ``n`` of ``n_total`` training images drawn without replacement by ``seed`` (all of them,
+    in order, when ``n`` is None or >= ``n_total``): the probe's training set."""
+    positive_int("n_total", n_total)
+    if n is None or n >= n_total:
+        return torch.arange(n_total)
+    positive_int("probe_n_train", n, minimum=2)
+    g = torch.Generator().manual_seed(int(seed))
+    return torch.sort(torch.randperm(n_total, generator=g)[:n]).values
+
+
+def _probe_pair(ftr, ytr, fte, yte, seed: int) -> tuple[float, float]:
+    lp = evaluate.linear_probe(ftr, ytr, fte, yte, method="logreg_torch", seed=seed)
+    return float(lp.test_acc), float(evaluate.knn_accuracy(ftr, ytr, fte, yte, k=KNN_K))
+
+
+def snapshot_row(model, tr_images, tr_labels, te_images, te_labels, seed: int) -> dict[str, float]:
+    """The numbers of :data:`METRICS` for one frozen model: probe, 20-NN and effective rank (test features)."""
+    row = {}
+    for pool in POOLS:
+        sfx = "" if pool == "cls" else "_mean"
+        ftr = evaluate.extract_features(model, tr_images, pool=pool, progress=False)
+        fte = evaluate.extract_features(model, te_images, pool=pool, progress=False)
+        row["linear_acc" + sfx], row["knn_acc" + sfx] = _probe_pair(ftr, tr_labels, fte, te_labels, seed)
+        row["effective_rank" + sfx] = float(metrics.effective_rank(fte))
+    return row
+
+
+def raw_pixel_row(tr_images, tr_labels, te_images, te_labels, seed: int) -> dict[str, float]:
+    """Probe and 20-NN on the raw pixels (flattened images), the reference a useful encoder should approach."""
+    ftr, fte = tr_images.reshape(len(tr_images), -1), te_images.reshape(len(te_images), -1)
+    acc, knn = _probe_pair(ftr, tr_labels, fte, te_labels, seed)
+    return {"linear_acc": acc, "knn_acc": knn}
+
+
+def seed_curves(
+    base: experiments.PretrainSpec,
+    variants: Mapping[str, Mapping[str, Any]],
+    seed: int,
+    epochs: Sequence[int],
+    *,
+    keep_epochs: Sequence[int] | None = None,
+    probe_n_train: int | None = None,
+    device: str = "auto",
+    progress: bool | None = None,
+) -> dict[str, Any]:
+    """Pre-train every variant at ``seed`` (cached) keeping snapshots and evaluate the snapshots at ``epochs``.
+
+    ``keep_epochs``: the snapshots kept in the checkpoint (part of its key; None: ``epochs``), a superset of
+    ``epochs`` -- keeping every epoch is cheap and lets a later analysis probe other epochs without retraining.
+
+    ``variants``: name -> PretrainSpec fields replacing those of ``base`` (as :func:`.umae.compare`); every
+    variant must start from the same weights (same size and seed). Epoch 0 (which ``epochs`` must hold) is
+    evaluated once, from the first variant, as variant ``"random"``. Returns ``curves`` (DataFrame: variant, seed,
+    epoch, images_seen, :data:`METRICS`), ``raw`` (one row: the raw-pixel probe and 20-NN on the same probe
+    subset), ``history`` (the trainers' per-epoch logs, with variant and seed) and ``timing`` (per variant: training
+    seconds of the trainer's log -- of the run that trained it, not of a resume -- and snapshot-evaluation seconds).
+    """
+    import pandas as pd
+
+    epochs = sorted({int(e) for e in epochs})
+    if not epochs or epochs[0] != 0 or epochs[-1] > base.epochs:
+        raise ParameterError("epochs", f"snapshot epochs in [0, {base.epochs}] holding 0 (random init)", epochs)
+    keep = sorted({int(e) for e in (keep_epochs if keep_epochs is not None else epochs)})
+    if not set(epochs) <= set(keep) or keep[-1] > base.epochs:
+        raise ParameterError("keep_epochs", f"a superset of epochs {epochs} within [0, {base.epochs}]", keep)
+    if not variants or "random" in variants:
+        raise ParameterError("variants", "a non-empty mapping of names other than 'random'", list(variants))
+    dev = resolve_device(device)
+    tr, te = experiments.load_data(dataclasses.replace(base, seed=seed), dev, progress=False)
+    if tr.labels is None or te.labels is None:
+        raise ParameterError("dataset", "a labelled dataset", base.dataset)
+    idx = probe_subset(len(tr), probe_n_train, seed).to(tr.images.device)
+    ptr, ytr = tr.images[idx], tr.labels[idx]
+    per_epoch = (len(tr) // min(base.batch_size, len(tr))) * min(base.batch_size, len(tr))
+    rows, hist, timing = [], [], []
+    for i, (name, fields) in enumerate(variants.items()):
+        spec = dataclasses.replace(base, **dict(fields), seed=seed, snapshot_epochs=tuple(keep))
+        model, res, _, _ = experiments.pretrain(spec, device=str(dev), progress=progress, train_data=tr, test_data=te)
+        todo = epochs if i == 0 else epochs[1:]
+        t0 = time.perf_counter()
+        vals = experiments.evaluate_snapshots(
+            spec,
+            model,
+            res.snapshots,
+            todo,
+            reseed=False,
+            measure=lambda m: snapshot_row(m, ptr, ytr, te.images, te.labels, seed),
+        )
+        for e, v in zip(todo, vals):
+            rows.append(
+                {"variant": "random" if e == 0 else name, "seed": seed, "epoch": e, "images_seen": e * per_epoch, **v}
+            )
+        hist += [{"variant": name, "seed": seed, **h} for h in res.history]
+        timing.append(
+            {
+                "variant": name,
+                "seed": seed,
+                "train_seconds": float(sum(h["seconds"] for h in res.history)),
+                "eval_seconds": time.perf_counter() - t0,
+                "snapshots": len(todo),
+            }
+        )
+    raw = raw_pixel_row(ptr, ytr, te.images, te.labels, seed)
+    return {
+        "curves": pd.DataFrame(rows, columns=["variant", "seed", "epoch", "images_seen", *METRICS]),
+        "raw": pd.DataFrame([{"seed": seed, **raw}]),
+        "history": pd.DataFrame(hist),
+        "timing": pd.DataFrame(timing),
+    }
+
+
+def step_throughput(model, images: torch.Tensor, batch_size: int, steps: int, warmup: int = 2) -> float:
+    """Training images per second of ``model`` (forward, backward and an AdamW step on consecutive batches of
+    ``images``, after ``warmup`` untimed steps): the short measurement that chooses the patch size. A timing, so it
+    depends on the machine and its load; the model is changed by the steps."""
+    positive_int("batch_size", batch_size)
+    positive_int("steps", steps)
+    positive_int("warmup", warmup, minimum=0)
+    if len(images) < batch_size:
+        raise ParameterError("images", f"at least batch_size = {batch_size} images", len(images))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model.train()
+    n_batches = len(images) // batch_size
+    t0 = 0.0
+    for i in range(warmup + steps):
+        if i == warmup:
+            t0 = time.perf_counter()
+        j = (i % n_batches) * batch_size
+        loss = model(images[j : j + batch_size])["loss"]
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return steps * batch_size / (time.perf_counter() - t0)
+
+
+__all__ = [
+    "KNN_K",
+    "METRICS",
+    "POOLS",
+    "first_learned",
+    "learned_margin",
+    "probe_subset",
+    "raw_pixel_row",
+    "seed_curves",
+    "snapshot_row",
+    "step_throughput",
+]

@@ -1,0 +1,124 @@
+"""maelab.papers.zhang2022.regime: the learned-margin precondition and the snapshot learning curves (tiny sizes)."""
+
+import pandas as pd
+import pytest
+import torch
+
+from maelab import evaluate
+from maelab import experiments as E
+from maelab._validate import ParameterError
+from maelab.papers.zhang2022 import regime as R
+
+
+def test_learned_margin_needs_every_seed_above_the_margin():
+    # gains 0.10, 0.07, 0.06 (hand-computed): all > 0.05 -> met; > 0.065 fails at the third seed
+    assert R.learned_margin([0.80, 0.77, 0.76], [0.70, 0.70, 0.70], 0.05) == ""
+    why = R.learned_margin([0.80, 0.77, 0.76], [0.70, 0.70, 0.70], 0.065)
+    assert "+6.0 points" in why and "seed #2" in why and "76.0 % vs 70.0 %" in why
+    # a large mean gain does not hide one seed that did not learn
+    assert R.learned_margin([0.95, 0.95, 0.71], [0.70, 0.70, 0.70], 0.05) != ""
+    # the margin is strict: a gain exactly equal to it (and a tie at margin 0, e.g. epoch 0) is not learning
+    assert R.learned_margin([0.75], [0.50], 0.25) != ""
+    assert R.learned_margin([0.5, 0.6], [0.5, 0.6], 0.0) != ""
+    assert R.learned_margin([0.5, 0.6], [0.4, 0.59], 0.0) == ""
+
+
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (([0.8], [0.7, 0.7], 0.05), "random_acc"),
+        (([], [], 0.05), "mae_acc"),
+        (([0.8], [0.7], -0.01), "margin"),
+        (([float("nan")], [0.7], 0.0), "mae_acc"),
+        (([0.8], [0.7], "5"), "margin"),
+    ],
+)
+def test_learned_margin_rejects_bad_input(args, name):
+    with pytest.raises(ParameterError, match=name):
+        R.learned_margin(*args)
+
+
+def _curves():
+    rows = [
+        ("random", 0, 0, 0, 0.70),
+        ("random", 1, 0, 0, 0.72),
+        ("mae", 0, 1, 100, 0.69),
+        ("mae", 1, 1, 100, 0.80),  # seed 0 below random: not learned
+        ("mae", 0, 2, 200, 0.76),
+        ("mae", 1, 2, 200, 0.78),  # gains 0.06, 0.06: learned at margin 0.05
+        ("mae", 0, 3, 300, 0.90),
+    ]  # seed 1 missing: never counts
+    return pd.DataFrame(rows, columns=["variant", "seed", "epoch", "images_seen", "linear_acc"])
+
+
+def test_first_learned_is_the_first_snapshot_where_every_seed_clears_the_margin():
+    c = _curves()
+    assert R.first_learned(c, 0.05) == (200, 2)
+    assert R.first_learned(c, 0.07) is None  # 0.06 < 0.07 and epoch 3 lacks seed 1
+    assert R.first_learned(c, 0.0, variant="umae") is None
+    with pytest.raises(ParameterError, match="curves"):
+        R.first_learned(c.drop(columns="images_seen"), 0.05)
+    with pytest.raises(ParameterError, match="curves"):
+        R.first_learned(c[c.variant != "random"], 0.05)
+
+
+def test_probe_subset_is_seeded_without_replacement():
+    a, b, c = R.probe_subset(100, 30, 1), R.probe_subset(100, 30, 1), R.probe_subset(100, 30, 2)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert len(set(a.tolist())) == 30 and a.tolist() == sorted(a.tolist()) and int(a.max()) < 100
+    assert torch.equal(R.probe_subset(10, None, 0), torch.arange(10))
+    assert torch.equal(R.probe_subset(10, 50, 0), torch.arange(10))
+
+
+def _spec(**kw):
+    base = dict(
+        dataset="shapes",
+        n_train=192,
+        n_test=96,
+        img_size=16,
+        channels=1,
+        model="mae",
+        size="micro",
+        epochs=2,
+        batch_size=64,
+    )
+    base.update(kw)
+    return E.PretrainSpec(**base)
+
+
+def test_seed_curves_rows_match_an_independent_evaluation(cache):
+    variants = {"mae": {"model": "mae"}, "umae": {"model": "umae", "model_overrides": (("lambda_unif", 1.0),)}}
+    out = R.seed_curves(_spec(), variants, seed=1, epochs=(0, 1, 2), probe_n_train=128, device="cpu", progress=False)
+    c = out["curves"]
+    assert sorted(zip(c.variant, c.epoch)) == [("mae", 1), ("mae", 2), ("random", 0), ("umae", 1), ("umae", 2)]
+    # 192 images, batch 64: 3 full steps = 192 images per epoch
+    assert dict(zip(c.epoch, c.images_seen)) == {0: 0, 1: 192, 2: 384}
+    assert len(out["history"]) == 4 and list(out["raw"].seed) == [1]
+    # independent recomputation: the trained MAE (same spec, cached checkpoint) probed by hand on the same subset
+    spec = _spec(seed=1, snapshot_epochs=(0, 1, 2))
+    model, _, tr, te = E.pretrain(spec, device="cpu", progress=False)
+    idx = R.probe_subset(len(tr), 128, 1)
+    ftr = evaluate.extract_features(model, tr.images[idx], pool="mean", progress=False)
+    fte = evaluate.extract_features(model, te.images, pool="mean", progress=False)
+    lp = evaluate.linear_probe(ftr, tr.labels[idx], fte, te.labels, method="logreg_torch", seed=1)
+    last = c[(c.variant == "mae") & (c.epoch == 2)].iloc[0]
+    assert last.linear_acc_mean == pytest.approx(lp.test_acc)
+    assert last.knn_acc_mean == pytest.approx(evaluate.knn_accuracy(ftr, tr.labels[idx], fte, te.labels, k=20))
+    # raw pixels: the probe on flattened images of the same subset
+    raw = evaluate.linear_probe(
+        tr.images[idx].flatten(1), tr.labels[idx], te.images.flatten(1), te.labels, method="logreg_torch", seed=1
+    )
+    assert out["raw"].linear_acc.iloc[0] == pytest.approx(raw.test_acc)
+    # U-MAE with lambda = 1 trains differently from MAE
+    mae = c[c.variant == "mae"].set_index("epoch")
+    um = c[c.variant == "umae"].set_index("epoch")
+    assert mae.loc[2, "effective_rank"] != um.loc[2, "effective_rank"]
+
+
+def test_seed_curves_rejects_epochs_without_random_init(cache):
+    with pytest.raises(ParameterError, match="epochs"):
+        R.seed_curves(_spec(), {"mae": {"model": "mae"}}, seed=0, epochs=(1, 2), device="cpu")
+    with pytest.raises(ParameterError, match="epochs"):
+        R.seed_curves(_spec(), {"mae": {"model": "mae"}}, seed=0, epochs=(0, 3), device="cpu")
+    with pytest.raises(ParameterError, match="variants"):
+        R.seed_curves(_spec(), {"random": {"model": "mae"}}, seed=0, epochs=(0, 2), device="cpu")
