@@ -301,6 +301,7 @@ class ZhangRegime(NotebookSettings):
     """
 
     SMOKE = {
+        "dataset": "mnist10k",  # shipped with the repository: CI's smoke run needs no fetched data
         "n_train": 512,
         "n_test": 256,
         "probe_n_train": 256,
@@ -321,7 +322,7 @@ class ZhangRegime(NotebookSettings):
     dataset: str = setting(
         "fashion_mnist",
         "dataset (28 x 28 grey images; fetch once: python -m maelab.data fetch fashion_mnist)",
-        is_choice("fashion_mnist", "mnist"),
+        is_choice("fashion_mnist", "mnist", "mnist10k"),
     )
     n_train: int = setting(30000, "pre-training images (the first n of the train split)", is_int(2))
     n_test: int = setting(10000, "test images (probes, 20-NN, effective rank)", is_int(2))
