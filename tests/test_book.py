@@ -71,12 +71,12 @@ def test_scoreboard_reads_stored_evidence(smoke_run, monkeypatch):
         # the profile is first read by the findings cell (the first cell after the parameters)
         (
             {"profile": "huge"},
-            '3 (execution count 3, `from maelab import book; book.show_findings("masking", p...`)',
+            '3 (execution count 3, `from maelab import book; book.show_findings("masking", ',
             "ParameterError: profile must be one of 'smoke', 'cpu', 'gpu'; got 'huge'",
         ),
         (
             {"profile": "smoke", "mask_ratio": 1.5},
-            "4 (execution count 4, `import numpy as np`)",
+            "4 (execution count 4, `import numpy as np`): ",
             "ParameterError: mask_ratio must be a number in (0.0, 1.0); got 1.5",
         ),
     ],
@@ -88,7 +88,7 @@ def test_bad_parameter_injected_by_papermill_fails_in_one_line(tmp_path, monkeyp
     msg = str(e.value)
     assert "\n" not in msg
     # the cell is named: papermill's index (markdown cells count), its execution count and first line
-    assert msg.startswith(f"notebook masking (notebooks/masking.md) failed in cell {cell}: ")
+    assert msg.startswith(f"notebook masking (notebooks/masking.md) failed in cell {cell}")
     assert msg.endswith(expected)
     assert not (tmp_path / "results").exists()  # failed before computing anything
 
