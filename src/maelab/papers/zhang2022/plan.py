@@ -137,10 +137,43 @@ def mask_graph_runs(profile: str) -> list[PlannedRun]:
     return runs + [PlannedRun.from_spec(spec, label="micro MAE (Theorem 3.6)")]
 
 
+def regime_runs(profile: str) -> list[PlannedRun]:
+    """``zhang_regime``: MAE and U-MAE per seed (official-code choices, the notebook's patch size), no fine-tuning;
+    each evaluated snapshot extracts features of the probe's training images and of the test images."""
+    S = settings("zhang_regime", profile)
+    over = {"patch_size": S.patch_size}
+    n_probe = S.probe_n_train if S.probe_n_train is not None else S.n_train
+    runs = []
+    for label, model, lam in (("MAE", "mae", 0.0), (f"U-MAE lambda={S.lam:g}", "umae", S.lam)):
+        spec = PretrainSpec(
+            dataset=S.dataset,
+            n_train=S.n_train,
+            n_test=S.n_test,
+            img_size=28,
+            channels=1,
+            model=model,
+            size=S.size,
+            model_overrides=tuple(sorted({**over, "lambda_unif": float(lam)}.items())),
+            epochs=S.epochs,
+            batch_size=S.batch_size,
+            blr=S.blr,
+            warmup_epochs=S.warmup_epochs,
+            mask_ratio=S.mask_ratio,
+        )
+        snapshots = len(S.curve_epochs) * (n_probe + S.n_test)
+        runs.append(
+            PlannedRun.from_spec(
+                spec, label=label, repeats=len(S.seeds), extra_eval_images=snapshots, finetune_epochs=0
+            )
+        )
+    return runs
+
+
 def plans(profile: str) -> dict[str, list[PlannedRun]]:
     """``{notebook: planned runs}`` of this paper's notebooks in ``profile``."""
     return {
         "zhang_mask_graph": mask_graph_runs(profile),
+        "zhang_regime": regime_runs(profile),
         "zhang_umae": umae_runs(profile),
         "zhang_ablations": ablation_runs(profile),
     }
