@@ -116,6 +116,8 @@ def test_every_internal_link_and_anchor_resolves(site, pages):
 def test_pages_show_no_logs_warnings_or_injected_parameters(site, pages):
     bad = []
     for page, soup in pages.items():
+        if page.relative_to(site).parts[0] == "_modules":  # viewcode's highlighted library source, not output
+            continue
         text = soup.get_text(" ")
         for needle in ("IProgress", "[store]", "TqdmWarning", "injected-parameters", "# Parameters"):
             if needle in text or needle in str(soup.find("main") or ""):
