@@ -82,7 +82,7 @@ def test_device_cuda_without_cuda_fails_in_one_line():
         book.setup("masking", profile="cpu", device="cuda")
 
 
-@pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
+@pytest.mark.parametrize("profile", book.PLAN_PROFILES)
 def test_committed_plan_tables_match_todays_settings(profile):
     """book/rerun.md shows data/results/plan/notebooks.<profile>: written from today's settings of every notebook
     (else run `python -m maelab.book plan --profile P --write`), one row per notebook, H100 minutes within budget."""
@@ -100,3 +100,9 @@ def test_committed_plan_tables_match_todays_settings(profile):
     if profile == "gpu":
         h100 = [float(m) for m in table["H100 min"] if m != "negligible"]
         assert all(m <= 30 for m in h100) and sum(h100) <= 240, h100
+
+
+def test_a_smoke_plan_is_never_stored(capsys):
+    """Smoke results never go to data/results: ``plan --write`` refuses the smoke profile in one line."""
+    assert book.main(["plan", "--profile", "smoke", "--write", "--no-memory"]) == 1
+    assert not list((ROOT / "data" / "results" / book.PLAN_NOTEBOOK).glob("*.smoke.*"))

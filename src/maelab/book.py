@@ -1234,6 +1234,7 @@ def run_dry(
 
 
 PLAN_NOTEBOOK = "plan"  # data/results/plan/: the stored plan tables book/rerun.md shows
+PLAN_PROFILES = ("cpu", "gpu")  # the stored plans; a smoke plan is printed, never stored (smoke stays out of data/)
 
 
 def plan_table(profile: str, *, calibration=None, memory: bool = True):
@@ -1276,8 +1277,13 @@ def plan_table(profile: str, *, calibration=None, memory: bool = True):
 
 def plan_command(profile: str, *, memory: bool = True, write: bool = False) -> None:
     """Print the per-run and per-notebook plan of ``profile``; ``write``: store the per-notebook table (with the
-    calibration it used) as ``data/results/plan/notebooks.<profile>`` for book/rerun.md."""
+    calibration it used) as ``data/results/plan/notebooks.<profile>`` for book/rerun.md (cpu and gpu only)."""
     import pandas as pd
+
+    if write and profile not in PLAN_PROFILES:
+        raise ParameterError(
+            "--write", "used with --profile cpu or gpu (smoke results never go to data/results)", profile
+        )
 
     from . import cost
 
@@ -1311,7 +1317,7 @@ def stage_plan_tables(results: Path, folder: Path) -> None:
     import pandas as pd
 
     folder.mkdir(parents=True, exist_ok=True)
-    for p in PROFILE_NAMES:
+    for p in PLAN_PROFILES:
         rec = store.load(PLAN_NOTEBOOK, "notebooks", p, root=results)
         missing = pd.DataFrame([{"plan": f"not stored: run python -m maelab.book plan --profile {p} --write"}])
         (rec["table"] if rec else missing).to_csv(folder / f"{p}.csv", index=False)
