@@ -23,7 +23,6 @@ GENERAL = {
     "data",
     "evaluate",
     "experiments",
-    "jacobians",
     "linear_mae",
     "logreg",
     "masking",

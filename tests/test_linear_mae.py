@@ -304,7 +304,7 @@ def test_dae_bad_inputs():
 
 def test_dae_closed_form_agrees_with_the_pseudo_inverse_algorithm():
     """The project had two DAE closed forms: V^+ by a symmetric pseudo-inverse (maelab.linear_mae) and V^-1 S by an
-    LU solve (maelab.jacobians). The solve was kept (no explicit inverse); both agree to ~1e-10 here."""
+    LU solve (formerly in maelab.jacobians). The solve was kept (no explicit inverse); both agree to ~1e-10 here."""
     for X, sigma, k in (
         (data(80, 10, seed=8), 0.5, 4),
         (smooth_images(n=200, size=4), 0.3, 7),

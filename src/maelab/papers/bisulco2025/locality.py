@@ -1,7 +1,7 @@
 """Bisulco et al. (2025), main Fig. 1 and supplement Figs. 5, 6, 13: how far what an MAE reads reaches.
 
 **Paper-specific:** the measurements behind the ``bisulco_jacobians`` claims. The maps themselves (a linear
-map's weight maps, a ViT MAE's masked-pixel Jacobians) come from the general :mod:`maelab.jacobians`; the
+map's weight maps, a ViT MAE's masked-pixel Jacobians) come from :mod:`maelab.papers.bisulco2025.jacobians`; the
 closed forms from :mod:`maelab.linear_mae`. Here:
 
 * :func:`linear_weights`: ``W = A* B*`` of the optimal rank-k linear MAE (Theorem 1, Bernoulli masks) on H x W

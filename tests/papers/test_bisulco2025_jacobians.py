@@ -1,6 +1,6 @@
-"""Tests for maelab.jacobians: weight maps as columns, and the masked-pixel Jacobian of a ViT MAE (same prediction
-as the model's forward, zero on removed pixels, per-image vjp from maelab.metrics.pixel_jacobian, finite
-differences)."""
+"""Tests for maelab.papers.bisulco2025.jacobians: weight maps as columns, and the masked-pixel Jacobian of a ViT
+MAE (same prediction as the model's forward, zero on removed pixels, per-image vjp from
+maelab.metrics.pixel_jacobian, finite differences)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from maelab import ParameterError, metrics, models
-from maelab import jacobians as J
+from maelab.papers.bisulco2025 import jacobians as J
 
 
 def test_weight_maps_are_columns():

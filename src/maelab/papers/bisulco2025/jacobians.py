@@ -1,10 +1,10 @@
 """Which input pixels an MAE's prediction depends on: masked-pixel Jacobians of a ViT MAE and weight maps of a
 linear map.
 
-**General library:** these functions extract an MAE's input-output sensitivity (a linear model's weight maps, a
-ViT MAE's Jacobian under a fixed mask) without any paper's conventions, so any analysis of what masking makes a
-model read can use them. How Bisulco et al. summarise such maps (spread radii, profiles normalised as in their
-Fig. 13, the Theorem-1 weights of 2-D crops) is in :mod:`maelab.papers.bisulco2025.locality`.
+**Bisulco et al.'s measurement:** only the Bisulco part reads an MAE through these maps (main Fig. 1, supplement
+Figs. 5, 13), so they live in its package; another paper that needs them imports them from here. How Bisulco et al.
+summarise the maps (spread radii, profiles normalised as in their Fig. 13, the Theorem-1 weights of 2-D crops) is in
+:mod:`maelab.papers.bisulco2025.locality`.
 
 Linear maps
 -----------
@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import masking
-from ._validate import ParameterError, positive_int
+from ... import masking
+from ..._validate import ParameterError, positive_int
 
 __all__ = ["draw_masks", "masked_pixel_jacobians", "masked_prediction", "weight_maps"]
 
@@ -55,7 +55,7 @@ def weight_maps(W: Any, height: int, width: int) -> np.ndarray:
 # nonlinear MAE: fixed-mask reconstruction and its Jacobian
 # ----------------------------------------------------------------------------------------------------------------
 def _check_mae(model) -> None:
-    from .models import MaskedAutoencoderViT
+    from ...models import MaskedAutoencoderViT
 
     if not isinstance(model, MaskedAutoencoderViT):
         raise ParameterError("model", "a maelab MAE / U-MAE model (MaskedAutoencoderViT)", type(model).__name__)
