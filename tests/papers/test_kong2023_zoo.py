@@ -52,7 +52,7 @@ def test_random_init_is_the_start_of_every_entry_of_its_seed():
         ({"unit_ratio": 0.6}, "mask_ratios must be a list holding 0.1, 0.9 and unit_ratio=0.6"),
         ({"unit_ratio": 0.9}, "unit_ratio must be a moderate ratio, not 0.1 or 0.9"),
         ({"size": "nano"}, "size must be one of micro"),
-        ({"batch_size": 8000}, "batch_size must be at most n_train=4000"),
+        ({"batch_size": 8000}, "batch_size must be at most n_train=2048"),
         ({"n_examples": 600}, "n_examples must be at most n_eval=500"),
         ({"loss_margin": 1.5}, "loss_margin must be"),
     ],
@@ -66,8 +66,8 @@ def test_degenerate_reconstruction_settings_are_rejected(params, start):
 @pytest.mark.parametrize(
     "params, start",
     [
-        ({"n_tsne": 3000}, "n_tsne must be at most n_probe_test=2000"),
-        ({"n_token_images": 5000}, "n_token_images must be at most n_probe_train=4000"),
+        ({"n_tsne": 3000}, "n_tsne must be at most n_probe_test=1000"),
+        ({"n_token_images": 5000}, "n_token_images must be at most n_probe_train=2000"),
         ({"shifts": ["blur"]}, "shifts[0] must be one of"),
         ({"pool": "max"}, "pool must be one of"),
         ({"margin": 1.0}, "margin must be"),
