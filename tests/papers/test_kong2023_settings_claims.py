@@ -7,11 +7,12 @@ from maelab._validate import ParameterError
 from maelab.claims import Claim, Criterion
 from maelab.papers.kong2023 import claims, settings
 
-TRAINED = {"kong_reconstruction", "kong_representations"}  # notebooks not written yet: their rows wait
+TRAINED = {"kong_reconstruction", "kong_representations"}  # the trained-model notebooks (one shared zoo)
 
 
-def test_only_existing_notebooks_have_settings_and_every_profile_builds():
-    assert set(settings.NOTEBOOKS) == {"kong_theory"}
+def test_every_notebook_has_settings_and_every_profile_builds():
+    assert set(settings.NOTEBOOKS) == {"kong_theory"} | TRAINED
+    assert all(issubclass(settings.NOTEBOOKS[nb], settings.KongZooSettings) for nb in TRAINED)
     assert (
         profiles.registry()["kong_theory"] is settings.KongTheorySettings and "kong_theory" in profiles.notebook_names()
     )

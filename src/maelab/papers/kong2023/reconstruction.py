@@ -12,6 +12,12 @@ patches from the original, masked ones from the prediction), the quantity the MA
   ``[0, data_range]``; ``data_range`` is 1.0 for every ``maelab.data`` dataset (images in [0, 1]). SSIM uses an
   11 x 11 Gaussian window (sigma 1.5) without piq's downsampling; FSIM is FSIMc on RGB and FSIM on grey images;
   PSNR is capped at 80 dB; MSE is in image units. ``neg_mse`` = -MSE, as the paper plots it.
+* :func:`masked_patch_losses` and :func:`learned_to_reconstruct`: the precondition of every Fig.-5 claim. A model
+  has learned to reconstruct when its masked-patch loss (its own objective, its own masking) is below
+  ``(1 - margin)`` times the smaller of two references under the same masks: the same architecture at random
+  initialisation and the predictor of every patch's own mean (0 in the norm-pix target space, a loss of
+  (n - 1)/n for a patch of n values). A reconstruction score of a model that did not beat both says nothing
+  about what it learned.
 """
 
 from __future__ import annotations
@@ -23,7 +29,16 @@ import torch
 from ... import metrics
 from ..._validate import ParameterError, in_range, positive_int
 
-__all__ = ["DATA_RANGE", "reconstruct", "reconstruction_scores"]
+__all__ = [
+    "DATA_RANGE",
+    "reconstruct",
+    "reconstruction_scores",
+    "masked_patch_losses",
+    "learned_to_reconstruct",
+    "score_model",
+]
+
+SCORES = ("ssim", "fsim", "psnr", "neg_mse")
 
 DATA_RANGE = 1.0
 
@@ -86,3 +101,72 @@ def reconstruction_scores(
     s["data_range"] = DATA_RANGE
     s["mask_ratio"] = float(mask_ratio)
     return s
+
+
+@torch.no_grad()
+def masked_patch_losses(
+    model, reference, images: torch.Tensor, mask_ratio: float, *, seed: int = 0, batch_size: int = 256
+) -> dict[str, float]:
+    """Mean masked-patch loss of ``model``, of ``reference`` and of the patch-mean predictor on ``images``.
+
+    All three under the same masks: each model draws them from its own CPU generator seeded with ``seed`` (same
+    ``mask_unit`` and token grid required). The patch-mean predictor predicts 0 for every target patch of
+    ``model`` (its norm-pix target space). Returns ``loss``, ``reference_loss``, ``patch_mean_loss``.
+    """
+    in_range("mask_ratio", mask_ratio, 0.0, 1.0, low_open=True, high_open=True)
+    positive_int("batch_size", batch_size)
+    if (model.num_patches, model.mask_unit) != (reference.num_patches, reference.mask_unit):
+        raise ParameterError("reference", "a model with the same token grid and mask_unit as model", reference)
+    out = {"loss": 0.0, "reference_loss": 0.0, "patch_mean_loss": 0.0}
+    modes = (model.training, reference.training)
+    model.eval()
+    reference.eval()
+    gm, gr = (torch.Generator().manual_seed(int(seed)) for _ in range(2))
+    dev = next(model.parameters()).device
+    try:
+        for s in range(0, images.shape[0], batch_size):
+            x = images[s : s + batch_size].to(dev)
+            a = model(x, mask_ratio=mask_ratio, generator=gm)
+            b = reference.to(dev)(x, mask_ratio=mask_ratio, generator=gr)
+            zero = model.reconstruction_loss(torch.zeros_like(a["pred"]), a["target"], a["mask"])
+            for k, v in (("loss", a["loss_rec"]), ("reference_loss", b["loss_rec"]), ("patch_mean_loss", zero)):
+                out[k] += float(v) * x.shape[0]
+    finally:
+        model.train(modes[0])
+        reference.train(modes[1])
+    return {k: v / images.shape[0] for k, v in out.items()}
+
+
+def learned_to_reconstruct(losses, margin: float) -> str:
+    """The precondition of the Fig.-5 claims: ``""`` when every model's ``loss`` is below ``(1 - margin)`` x
+    min(``reference_loss``, ``patch_mean_loss``), else a one-line reason naming the worst model.
+
+    ``losses``: ``{name: dict of masked_patch_losses}`` (one per model); ``margin`` in [0, 1).
+    """
+    in_range("margin", margin, 0.0, 1.0, high_open=True)
+    if not losses:
+        raise ParameterError("losses", "a non-empty {model name: masked_patch_losses dict}", losses)
+    ratio = {n: d["loss"] / min(d["reference_loss"], d["patch_mean_loss"]) for n, d in losses.items()}
+    worst = max(ratio, key=ratio.get)
+    if ratio[worst] < 1 - margin:
+        return ""
+    d = losses[worst]
+    return (
+        f"{worst} did not learn to reconstruct: masked-patch loss {d['loss']:.3f} vs random init "
+        f"{d['reference_loss']:.3f} and patch-mean {d['patch_mean_loss']:.3f} (a {100 * margin:g} % drop required)"
+    )
+
+
+def score_model(
+    model, reference, images: torch.Tensor, mask_ratio: float, *, seed: int = 0, fsim: bool = True
+) -> dict[str, float]:
+    """One row of ``kong_reconstruction``: :data:`SCORES` of the unmasked protocol (plain keys), of the masked
+    panel at ``mask_ratio`` (keys ``masked_<score>`` and ``masked_mse_masked``) and :func:`masked_patch_losses`
+    against ``reference`` (random init). Masks are drawn from CPU generators seeded with ``seed``."""
+    row: dict[str, float] = {}
+    s = reconstruction_scores(model, images, 0.0, fsim=fsim)
+    row.update({k: float(s[k]) for k in (*SCORES, "mse") if k in s})
+    m = reconstruction_scores(model, images, mask_ratio, fsim=fsim, generator=torch.Generator().manual_seed(seed))
+    row.update({f"masked_{k}": float(m[k]) for k in (*SCORES, "mse", "mse_masked") if k in m})
+    row.update(masked_patch_losses(model, reference, images, mask_ratio, seed=seed))
+    return row

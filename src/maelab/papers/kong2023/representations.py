@@ -41,7 +41,23 @@ __all__ = [
     "silhouette_mass",
     "token_silhouette_probe",
     "learned_precondition",
+    "patch_tokens",
+    "LOW_LEVEL_CONTINUOUS",
+    "measure_encoder",
+    "feature_silhouette",
 ]
+
+#: the continuous low-level factors (``shapes.LATENT_LEVELS["low"]`` without the texture class, a class) whose
+#: mean linear R² the ``kong.latent_low_ext`` claim compares
+LOW_LEVEL_CONTINUOUS = (
+    "texture_freq",
+    "texture_orientation",
+    "texture_phase",
+    "texture_contrast",
+    "background",
+    "background_gradient",
+    "noise_std",
+)
 
 CLASS_FACTORS = ("class", "texture_class")
 
@@ -82,14 +98,19 @@ def decode_factors(
     method: str = "linear",
     k: int = 20,
     seed: int = 0,
+    probe_method: str = "logreg",
 ) -> dict[str, float]:
-    """Decode every factor of :func:`factor_targets` from frozen features; accuracy for classes, R² otherwise."""
+    """Decode every factor of :func:`factor_targets` from frozen features; accuracy for classes, R² otherwise.
+
+    ``probe_method``: the :func:`maelab.evaluate.linear_probe` solver of the linear class decoders (``"logreg"``
+    or ``"logreg_torch"``: the same regularisation grid and validation rule, solved in torch, much faster)."""
     from sklearn.linear_model import RidgeCV
     from sklearn.metrics import r2_score
     from sklearn.neighbors import KNeighborsRegressor
     from sklearn.preprocessing import StandardScaler
 
     one_of("method", method, ("linear", "knn"))
+    one_of("probe_method", probe_method, ("logreg", "logreg_torch"))
     positive_int("k", k)
     xtr, xte = _np(train_features).astype(np.float64), _np(test_features).astype(np.float64)
     if xtr.ndim != 2 or xte.ndim != 2 or xtr.shape[1] != xte.shape[1]:
@@ -109,7 +130,7 @@ def decode_factors(
                         torch.from_numpy(ytr),
                         torch.from_numpy(zte).float(),
                         torch.from_numpy(yte),
-                        method="logreg",
+                        method=probe_method,
                         seed=seed,
                     ).test_acc
                 )
@@ -255,3 +276,93 @@ def learned_precondition(trained_acc: float, random_init_acc: float, margin: flo
         f"the encoder did not learn: class probe {trained_acc:.3f} vs {random_init_acc:.3f} at random init "
         f"(margin {margin:g} required)"
     )
+
+
+@torch.no_grad()
+def patch_tokens(model, images: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
+    """The encoder's patch tokens of unmasked ``images`` after the final norm, in raster order: (N, L, D) on CPU."""
+    was = model.training
+    model.eval()
+    dev = next(model.parameters()).device
+    out = []
+    try:
+        for s in range(0, images.shape[0], batch_size):
+            out.append(model.encode(images[s : s + batch_size].to(dev), mask_ratio=0.0)["latent"][:, 1:].cpu())
+    finally:
+        model.train(was)
+    return torch.cat(out)
+
+
+def measure_encoder(
+    model,
+    probe: dict[str, Any],
+    *,
+    pool: str = "cls",
+    knn_k: int = 20,
+    token_threshold: float = 0.5,
+    n_token_images: int = 500,
+    n_attention: int = 500,
+    seed: int = 0,
+) -> tuple[dict[str, float], torch.Tensor]:
+    """Every measurement of ``kong_representations`` on one frozen encoder; returns (row, test features).
+
+    ``probe``: ``train`` and ``test`` (``shapes`` Datasets with latents and silhouettes), ``shifts`` ({name:
+    Dataset}, the test scenes under each shift) and ``cue`` (cue-conflict images). Row keys: ``class_acc`` (the
+    class probe, ``logreg_torch`` on standardised ``pool`` features), ``shift_<name>`` (that probe on each shift),
+    ``shape_bias`` (its decisions on the cue-conflict images), ``lin_<factor>`` / ``knn_<factor>`` (every factor of
+    :func:`factor_targets`; ``lin_class`` is ``class_acc``), ``attn_mass`` / ``attn_chance`` (mean over the first
+    ``n_attention`` test images of :func:`silhouette_mass`), ``token_acc`` / ``token_balanced_acc`` /
+    ``token_majority`` (:func:`token_silhouette_probe` on the first ``n_token_images`` train / test images).
+    """
+    tr, te = probe["train"], probe["test"]
+
+    def feats(x):
+        return evaluate.extract_features(model, x, pool=pool, progress=False)
+
+    ftr, fte = feats(tr.images), feats(te.images)
+    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg_torch", seed=seed)
+    row: dict[str, float] = {"class_acc": float(lp.test_acc)}
+    for name, ds in probe["shifts"].items():
+        row[f"shift_{name}"] = float((lp.predict(feats(ds.images)) == ds.labels.cpu()).double().mean())
+    cue = probe["cue"]
+    row["shape_bias"] = shape_bias(lp.predict(feats(cue.images)), cue.labels, cue.latents["texture_class"])[
+        "shape_bias"
+    ]
+    ytr, yte = factor_targets(tr.latents), factor_targets(te.latents)
+    no_class = [k for k in ytr if k != "class"]
+    lin = decode_factors(
+        ftr, {k: ytr[k] for k in no_class}, fte, {k: yte[k] for k in no_class}, seed=seed, probe_method="logreg_torch"
+    )
+    row.update({f"lin_{k}": v for k, v in lin.items()}, lin_class=row["class_acc"])
+    row.update({f"knn_{k}": v for k, v in decode_factors(ftr, ytr, fte, yte, method="knn", k=knn_k).items()})
+    patch = model.patch_size
+    att = silhouette_mass(
+        cls_attention_maps(model, te.images[:n_attention]),
+        token_object_fraction(te.latents["mask"][:n_attention], patch),
+    )
+    row["attn_mass"], row["attn_chance"] = float(att["mass"].mean()), float(att["chance"].mean())
+    n = n_token_images
+    tok = token_silhouette_probe(
+        patch_tokens(model, tr.images[:n]),
+        token_object_fraction(tr.latents["mask"][:n], patch),
+        patch_tokens(model, te.images[:n]),
+        token_object_fraction(te.latents["mask"][:n], patch),
+        threshold=token_threshold,
+        seed=seed,
+    )
+    row.update(token_acc=tok["accuracy"], token_balanced_acc=tok["balanced_accuracy"], token_majority=tok["majority"])
+    return row, fte
+
+
+def feature_silhouette(features, labels) -> float:
+    """Silhouette score of the classes ``labels`` in the standardised feature space (Euclidean; scikit-learn
+    ``silhouette_score``): in [-1, 1], higher = tighter, better separated classes (the number beside Fig. 8)."""
+    from sklearn.metrics import silhouette_score
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = _np(features).astype(np.float64), _np(labels).ravel()
+    if x.ndim != 2 or x.shape[0] != y.shape[0]:
+        raise ParameterError("labels", f"one label per row of the (n, d) features {x.shape}", y.shape)
+    if not 2 <= len(np.unique(y)) < x.shape[0]:
+        raise ParameterError("labels", "between 2 and n - 1 distinct classes", len(np.unique(y)))
+    return float(silhouette_score(StandardScaler().fit_transform(x), y))

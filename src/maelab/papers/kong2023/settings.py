@@ -1,16 +1,29 @@
 """Settings of the Kong et al. (2023) notebooks: ``kong_theory`` (Theorem 1 on explicit DAGs, Theorem 2 in a
-linear-Gaussian hierarchy; exact, no training).
+linear-Gaussian hierarchy; exact, no training), ``kong_reconstruction`` (Fig. 5) and ``kong_representations``
+(Tables 1-3, Figs 6-8), the last two on one shared zoo of pretrained encoders (:mod:`.zoo`).
 
 Each class holds the ``cpu`` values as defaults and ``SMOKE`` / ``GPU`` overrides; see :mod:`maelab.profiles`. The
-trained-model notebooks (``kong_reconstruction``, ``kong_representations``) do not exist yet: their settings come
-with them (their claim rows in :mod:`maelab.papers.kong2023.claims` show as "not yet measured" until then; the
-drafted recipes are in the history of this file, commit 67dbcb6).
+two trained-model classes share the zoo's fields through :class:`KongZooSettings` (same values in every profile),
+so both notebooks build the same :class:`maelab.experiments.PretrainSpec` s and the second one loads the first
+one's checkpoints instead of training again.
 """
 
 from __future__ import annotations
 
+from ... import models
 from ..._validate import ParameterError
-from ...profiles import NotebookSettings, is_int, is_list, is_ratio, notebook_settings, setting
+from ...profiles import (
+    NotebookSettings,
+    is_choice,
+    is_flag,
+    is_int,
+    is_list,
+    is_number,
+    is_ratio,
+    is_str,
+    notebook_settings,
+    setting,
+)
 
 EXTREMES = (0.1, 0.9)  # the ratios kong.thm1_ratio_extremes compares with claim_ratio (theory.ratio_extreme_gaps)
 
@@ -120,4 +133,201 @@ class KongTheorySettings(NotebookSettings):
             raise ParameterError("lg_ratio", f"a ratio that keeps >= 1 of the {self.lg_side**2} patches", self.lg_ratio)
 
 
-NOTEBOOKS: dict[str, type] = {"kong_theory": KongTheorySettings}
+def _has_ratio(ratios, r: float) -> bool:
+    return any(abs(r - m) < 1e-9 for m in ratios)
+
+
+@notebook_settings
+class KongZooSettings(NotebookSettings):
+    """The shared zoo of MAEs (:mod:`maelab.papers.kong2023.zoo`): every mask ratio at masking unit 1 and every
+    masking unit at ``unit_ratio``, for every seed, pre-trained on ``shapes`` with the official MAE recipe
+    (norm-pix loss, official-code model choices) at a CPU-sized length; plus the same architecture at random
+    initialisation per seed. Not a notebook: :class:`KongReconstructionSettings` and
+    :class:`KongRepresentationsSettings` inherit these fields and overrides, so both notebooks train (or load)
+    the same checkpoints.
+    """
+
+    SMOKE = {
+        "mask_ratios": [0.1, 0.75, 0.9],
+        "units": [1, 2],
+        "seeds": [0, 1],
+        "n_train": 256,
+        "n_test": 64,
+        "epochs": 1,
+        "batch_size": 64,
+    }
+    GPU = {
+        "size": "small",
+        "seeds": [0, 1, 2, 3, 4],
+        "n_train": 20000,
+        "epochs": 80,
+        "batch_size": 256,
+        "blr": 1.5e-3,
+        "warmup_epochs": 10,
+    }
+
+    size: str = setting("micro", "model size (maelab.models.SIZES; its patch size is the ViT patch)", is_str())
+    mask_ratios: tuple = setting(
+        [0.1, 0.25, 0.5, 0.75, 0.9],
+        "pre-training mask ratios at masking unit 1 (Fig. 5 top row; must hold 0.1, 0.9 and unit_ratio)",
+        is_list(is_ratio(), min_len=3, increasing=True, why="the claims compare 0.1 and 0.9 with unit_ratio"),
+    )
+    units: tuple = setting(
+        [1, 2, 4],
+        "masking units in tokens (unit x unit token blocks) at unit_ratio (Fig. 5 bottom row; must hold 1)",
+        is_list(is_int(), min_len=2, increasing=True, why="the masking-unit claims are trends over units"),
+    )
+    unit_ratio: float = setting(0.75, "mask ratio of the masking-unit runs (the paper's default, 0.75)", is_ratio())
+    seeds: tuple = setting([0, 1, 2], "pre-training seeds (>= 2 for the paired claims)", is_list(is_int(0)))
+    n_train: int = setting(2048, "shapes training images (data seed 0)", is_int(2))
+    n_test: int = setting(500, "shapes test images of the trainer's online probe and of the loss check", is_int(2))
+    epochs: int = setting(14, "pre-training epochs", is_int())
+    batch_size: int = setting(64, "pre-training batch size", is_int())
+    blr: float = setting(1e-2, "base learning rate: peak lr = blr * batch / 256", is_number(0.0, low_open=True))
+    warmup_epochs: float = setting(1, "linear warm-up epochs", is_number(0.0))
+
+    @property
+    def grid_side(self) -> int:
+        """Token grid side of the model: image side / patch size."""
+        cfg = models.SIZES[self.size]
+        return cfg["img_size"] // cfg["patch_size"]
+
+    def validate(self) -> None:
+        if self.size not in models.SIZES:
+            raise ParameterError("size", "one of " + ", ".join(models.SIZES), self.size)
+        for r in (0.1, 0.9, self.unit_ratio):
+            if not _has_ratio(self.mask_ratios, r):
+                raise ParameterError(
+                    "mask_ratios",
+                    f"a list holding 0.1, 0.9 and unit_ratio={self.unit_ratio} (the claims compare them)",
+                    self.mask_ratios,
+                )
+        if _has_ratio((0.1, 0.9), self.unit_ratio):
+            raise ParameterError(
+                "unit_ratio", "a moderate ratio, not 0.1 or 0.9 (the claims compare them)", self.unit_ratio
+            )
+        if self.units[0] != 1:
+            raise ParameterError("units", "a list starting at 1 (unit 1 is the mask-ratio row's model)", self.units)
+        g = self.grid_side
+        for u in self.units:
+            if g % u:
+                raise ParameterError("units", f"divisors of the token grid side {g} of size {self.size!r}", self.units)
+            if _kept_blocks(g, u, self.unit_ratio) < 1:
+                raise ParameterError(
+                    "units",
+                    f"units that keep >= 1 block at unit_ratio={self.unit_ratio} on the {g} x {g} token grid",
+                    self.units,
+                )
+        if _kept_blocks(g, 1, max(self.mask_ratios)) < 1:
+            raise ParameterError("mask_ratios", f"ratios that keep >= 1 of the {g * g} tokens", self.mask_ratios)
+        if self.batch_size > self.n_train:
+            raise ParameterError("batch_size", f"at most n_train={self.n_train}", self.batch_size)
+
+
+@notebook_settings
+class KongReconstructionSettings(KongZooSettings):
+    """Fig. 5: SSIM, FSIM, PSNR and -MSE of the zoo's reconstructions of held-out ``shapes`` images without
+    masking (the paper's protocol) and, second panel, of the paste images under each model's own masking.
+
+    The zoo's recipe (fields of :class:`KongZooSettings`) is sized to the machine this book is computed on (2 cores
+    shared with other jobs): a pilot of the micro MAE at ratio 0.75 (blr 1e-2, batch 128) sat at the patch-mean
+    loss (0.98) for ~20,000 images seen and fell to 0.77 by 32,000; training ran at ~300-450 images/s on one
+    thread (~200 at ratio 0.1). So: 2,048 images x 14 epochs at batch 64 (448 steps, 28,672 images per model;
+    smaller batches for more steps at the same cost), 21 models in ~40 min. ``loss_margin``: a model has learned
+    to reconstruct when its masked-patch test loss is below (1 - loss_margin) x the smaller of its random-init
+    loss and the loss of predicting every patch's own mean (0 in the norm-pix target space); 5 % is ten times the
+    seed-to-seed spread of that loss in the U-MAE pages' shapes runs (~0.5 %). smoke: the pipeline only. gpu: a
+    4-layer 128-d ViT (``small``), 20,000 images x 80 epochs, 5 seeds: 27 min predicted on one H100 by the cost
+    model (``python -m maelab.book plan --profile gpu``; 34 min at 100 epochs, over the 30-min budget); never run
+    on a GPU yet.
+    """
+
+    SMOKE = {**KongZooSettings.SMOKE, "n_eval": 32, "n_examples": 2}
+    GPU = {**KongZooSettings.GPU, "n_eval": 2000}
+
+    n_eval: int = setting(500, "held-out shapes test images scored (the first n_eval of the test split)", is_int())
+    fsim: bool = setting(True, "compute FSIM (piq) besides SSIM, PSNR and MSE", is_flag())
+    loss_margin: float = setting(
+        0.05, "precondition: relative loss drop below min(random-init, patch-mean) loss", is_number(0.0, 1.0)
+    )
+    n_examples: int = setting(4, "test images shown as reconstructions (seed 0)", is_int())
+
+    def validate(self) -> None:
+        super().validate()
+        if self.n_examples > self.n_eval:
+            raise ParameterError("n_examples", f"at most n_eval={self.n_eval}", self.n_examples)
+
+
+@notebook_settings
+class KongRepresentationsSettings(KongZooSettings):
+    """What the zoo's frozen encoders hold (Tables 1-3, Figs 6-8), measured on ``shapes``' known latents.
+
+    Probes fit on the first ``n_probe_train`` training images and are scored on ``n_probe_test`` test images,
+    the same scenes under each shift (``maelab.data.shapes``) and ``n_cue_conflict`` cue-conflict images.
+    ``margin``: every representation claim needs the 0.75 model's class probe to beat the same architecture at
+    random initialisation (same seed) by more than this in every seed; 0.05 (5 points) is ~3.5 binomial standard
+    errors of an accuracy near 0.3 on 1,000 test images and at the low end of the paper's Table-1 gaps (4-20
+    points).
+    smoke: the pipeline only. gpu: more probe and attention images.
+    """
+
+    SMOKE = {
+        **KongZooSettings.SMOKE,
+        "n_probe_train": 128,
+        "n_probe_test": 64,
+        "knn_k": 5,
+        "shifts": ["background"],
+        "n_cue_conflict": 64,
+        "n_attention": 16,
+        "n_token_images": 16,
+        "n_tsne": 60,
+    }
+    GPU = {
+        **KongZooSettings.GPU,
+        "n_probe_train": 10000,
+        "n_probe_test": 5000,
+        "n_cue_conflict": 5000,
+        "n_attention": 2000,
+        "n_token_images": 2000,
+        "n_tsne": 2000,
+    }
+
+    n_probe_train: int = setting(2000, "training images the probes fit on (first of the training split)", is_int(20))
+    n_probe_test: int = setting(1000, "test images the probes are scored on (each shift: the same scenes)", is_int(10))
+    pool: str = setting(
+        "cls", "frozen feature: [CLS] token ('cls', official MAE probe) or mean of patches", is_choice("cls", "mean")
+    )
+    knn_k: int = setting(20, "neighbours of the k-NN decoders", is_int())
+    shifts: tuple = setting(
+        ["background", "colour", "texture_swap", "scale"],
+        "shapes distribution shifts of the Table-1 analogue",
+        is_list(is_choice("background", "colour", "texture_swap", "scale")),
+    )
+    n_cue_conflict: int = setting(1000, "cue-conflict images (shape of one class, texture of another)", is_int())
+    n_attention: int = setting(256, "test images whose last-layer [CLS] attention is scored", is_int())
+    n_token_images: int = setting(256, "images (train and test each) of the per-token silhouette probe", is_int(2))
+    token_threshold: float = setting(
+        0.5, "object coverage above which a token is labelled 'object' (token probe)", is_ratio()
+    )
+    n_tsne: int = setting(500, "test points per t-SNE (seed 0)", is_int(10))
+    margin: float = setting(
+        0.05, "precondition: class-probe gain of the unit_ratio model over random init, every seed", is_ratio(zero=True)
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        for name in ("n_token_images", "n_tsne", "n_attention"):
+            v = getattr(self, name)
+            cap = self.n_probe_train if name == "n_token_images" else self.n_probe_test
+            if v > cap:
+                what = "n_probe_train" if name == "n_token_images" else "n_probe_test"
+                raise ParameterError(name, f"at most {what}={cap}", v)
+        if self.knn_k >= self.n_probe_train:
+            raise ParameterError("knn_k", f"less than n_probe_train={self.n_probe_train}", self.knn_k)
+
+
+NOTEBOOKS: dict[str, type] = {
+    "kong_theory": KongTheorySettings,
+    "kong_reconstruction": KongReconstructionSettings,
+    "kong_representations": KongRepresentationsSettings,
+}
