@@ -150,3 +150,20 @@ def test_plan_has_one_row_per_variant_with_every_seed():
     S = profiles.settings("cao_decoder", "cpu")
     assert [r.label for r in runs] == ["MAE softmax", "MAE exp", "MAE skip"]
     assert all(r.repeats == len(S.seeds) and r.steps == S.epochs * (S.n_train // S.batch_size) for r in runs)
+
+
+def test_mean_predictor_loss_by_hand():
+    # 8 x 8 grey image, patch 4: four patches. Two constant patches (target 0 -> loss 0), two checkerboards of
+    # 0 / 1 (16 values, unbiased variance 16 * 0.25 / 15 = 4/15; standardised squares average (15/16) v / (v + eps))
+    img = torch.zeros(1, 1, 8, 8)
+    img[0, 0, :4, 4:] = 0.3
+    cb = (torch.arange(4)[:, None] + torch.arange(4)[None, :]) % 2
+    img[0, 0, 4:, :4] = cb
+    img[0, 0, 4:, 4:] = cb
+    m = models.create("mae", "micro", img_size=8, in_chans=1, patch_size=4, seed=0)  # norm_pix_loss (MAE default)
+    v = 4 / 15
+    want = (0 + 0 + 2 * (15 / 16) * v / (v + 1e-6)) / 4
+    assert trained.mean_predictor_loss(m, img) == pytest.approx(want, rel=1e-5)
+    raw = models.create("mae", "micro", img_size=8, in_chans=1, patch_size=4, norm_pix_loss=False, seed=0)
+    # without norm_pix_loss the target is the pixels: mean of x^2 over the image
+    assert trained.mean_predictor_loss(raw, img) == pytest.approx(float((img**2).mean()), rel=1e-6)

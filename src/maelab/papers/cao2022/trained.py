@@ -104,6 +104,16 @@ def max_change(*parts: np.ndarray) -> np.ndarray:
     return np.concatenate([np.asarray(p, dtype=float) for p in parts], axis=0).max(axis=0)
 
 
+@torch.no_grad()
+def mean_predictor_loss(model, images: torch.Tensor) -> float:
+    """The model's reconstruction loss for the prediction 0 of every patch, averaged over all patches of ``images``
+    (the expectation over random masks): with ``norm_pix_loss`` 0 is each patch's own mean, so this is the loss of a
+    decoder that knows every patch's mean and nothing of its structure -- a reference a model that learned must
+    beat (random init can be far above it, so a drop from init alone proves little)."""
+    t = model.target(images)
+    return float(model.reconstruction_loss(torch.zeros_like(t), t, torch.ones(t.shape[:2], device=t.device)))
+
+
 def _loss_curve(spec, snapshots: Mapping[int, dict], model, images, n_loss: int) -> list[float]:
     x = images[:n_loss]
     return experiments.evaluate_snapshots(
@@ -249,6 +259,7 @@ __all__ = [
     "diverged_at",
     "intermediate_gain",
     "max_change",
+    "mean_predictor_loss",
     "run_variant",
     "spec_for",
     "variant_overrides",
