@@ -65,7 +65,7 @@ def test_degenerate_settings_are_rejected(params, start):
         ({"decoder_depth": 2}, "decoder_depth must be an integer >= 3; got 2"),
         ({"patch_size": 5}, "patch_size must be one of 4, 7, 14; got 5"),
         ({"n_eval": 5000}, "n_eval must be at most n_test = 1000; got 5000"),
-        ({"n_probe": 10**6}, "n_probe must be at most n_train = 6000"),
+        ({"n_probe": 10**6}, "n_probe must be at most n_train = 5000"),
         ({"kernel": "relu"}, "kernel must be one of 'exp', 'linear'; got 'relu'"),
         ({"skip_scale": 0.0}, "skip_scale must be a number in (0.0, inf]; got 0.0"),
         ({"margin": 1.0}, "margin must be a number in (0.0, 1.0); got 1.0"),

@@ -167,3 +167,12 @@ def test_mean_predictor_loss_by_hand():
     raw = models.create("mae", "micro", img_size=8, in_chans=1, patch_size=4, norm_pix_loss=False, seed=0)
     # without norm_pix_loss the target is the pixels: mean of x^2 over the image
     assert trained.mean_predictor_loss(raw, img) == pytest.approx(float((img**2).mean()), rel=1e-6)
+
+
+def test_beats_reference_by_hand():
+    assert trained.beats_reference(0.5, 0.6, 0.1) == ""  # 0.5 <= 0.9 * 0.6 = 0.54
+    msg = trained.beats_reference(0.55, 0.6, 0.1)  # 0.55 > 0.54
+    assert msg == "model not 10% below the mean-predictor reference: test loss 0.55 vs 0.6"
+    assert trained.beats_reference(float("nan"), 0.6, 0.1).startswith("model not 10% below")
+    with pytest.raises(ParameterError):
+        trained.beats_reference(0.5, 0.6, 1.5)
