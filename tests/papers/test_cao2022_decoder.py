@@ -135,3 +135,28 @@ def test_model_options_build_and_validate():
         attention_weights(torch.zeros(2, 2), "relu")
     with pytest.raises(ParameterError, match="model"):
         D.layer_readouts(models.create("simmim", "micro"), _imgs())
+
+
+def test_far_fraction_uniform_by_hand():
+    # 3 x 3 grid, near = 1: a corner has 5 of 8 other patches at Chebyshev distance 2, an edge patch 3, the centre 0
+    assert D.far_fraction_uniform((3, 3)) == pytest.approx((4 * 5 / 8 + 4 * 3 / 8 + 0) / 9)
+    assert D.far_fraction_uniform((3, 3), near=2) == 0.0
+    # 1 x 4 strip, near = 1: ends have 2 of 3 far, inner patches 1 of 3
+    assert D.far_fraction_uniform((1, 4)) == pytest.approx((2 * 2 / 3 + 2 * 1 / 3) / 4)
+    with pytest.raises(ParameterError, match="^grid must be at least 2 patches"):
+        D.far_fraction_uniform((1, 1))
+
+
+def test_far_fraction_uniform_is_the_mean_of_attention_split_over_random_masks():
+    """Independent check: uniform attention over the visible keys, through attention_split, averaged over many
+    random masks (1 visible and 2 masked per image on a 1 x 3 strip, so every case is enumerable)."""
+    grid, rows = (1, 3), []
+    for visible in range(3):  # the one visible patch; the two others are masked queries
+        mask = torch.ones(1, 3)
+        mask[0, visible] = 0
+        attn = torch.zeros(1, 1, 4, 4)
+        attn[0, 0, :, 1 + visible] = 1.0  # all mass on the single visible key
+        rows.append(float(D.attention_split(attn, mask, grid)["far_fraction"][0]))
+    # visible at an end: the other end (distance 2) is far, the middle is not -> 1/2; visible in the middle: 0
+    assert rows == [0.5, 0.0, 0.5]
+    assert sum(rows) / 3 == pytest.approx(D.far_fraction_uniform(grid))

@@ -8,14 +8,17 @@ from maelab.papers.cao2022 import claims, settings
 
 
 def test_only_existing_notebooks_have_settings_and_every_profile_builds():
-    assert set(settings.NOTEBOOKS) == {"cao_theory"}
+    assert set(settings.NOTEBOOKS) == {"cao_theory", "cao_decoder"}
+    assert profiles.registry()["cao_decoder"] is settings.CaoDecoderSettings
     assert profiles.registry()["cao_theory"] is settings.CaoTheorySettings
     smoke, cpu, gpu = (profiles.settings("cao_theory", p) for p in profiles.PROFILE_NAMES)
     assert (cpu.ns, cpu.n_maps, cpu.tik_seeds, cpu.lr_patch_sides) == ((16, 24, 32, 48, 64, 96, 128), 8, 5, (4, 8, 16))
     assert (smoke.ns, smoke.n_maps, smoke.tik_ns_2d, smoke.lr_draws) == ((8, 16, 32), 2, (6, 8), 2)
     assert gpu.ns[-1] == 256 and gpu.n_maps == 16 and gpu.tik_betas == cpu.tik_betas
-    # rows of the notebook not written yet (cao_decoder) stay on the scoreboard, "not yet measured"
     assert {c.notebook for c in claims.CLAIMS} == {"cao_theory", "cao_decoder"}
+    d_smoke, d_cpu = (profiles.settings("cao_decoder", p) for p in ("smoke", "cpu"))
+    assert d_smoke.dataset == "mnist10k" and d_cpu.dataset == "fashion_mnist" and d_cpu.checkpoint is None
+    assert len(d_cpu.seeds) >= 3 and d_cpu.decoder_depth >= 3
 
 
 def test_misspelt_setting_fails_in_one_line():
@@ -49,4 +52,27 @@ def test_misspelt_setting_fails_in_one_line():
 def test_degenerate_settings_are_rejected(params, start):
     with pytest.raises(ParameterError) as e:
         book.setup("cao_theory", profile="cpu", **params)
+    assert str(e.value).startswith(start) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "params, start",
+    [
+        # one seed: the paired claims would have no spread
+        ({"seeds": [0]}, "seeds must be at least 2 distinct seeds"),
+        ({"seeds": [1, 1]}, "seeds must be at least 2 distinct seeds"),
+        # Fig. 3 needs an intermediate decoder block between the decoder input and the prediction
+        ({"decoder_depth": 2}, "decoder_depth must be an integer >= 3; got 2"),
+        ({"patch_size": 5}, "patch_size must be one of 4, 7, 14; got 5"),
+        ({"n_eval": 5000}, "n_eval must be at most n_test = 1000; got 5000"),
+        ({"n_probe": 10**6}, "n_probe must be at most n_train = 5000"),
+        ({"kernel": "relu"}, "kernel must be one of 'exp', 'linear'; got 'relu'"),
+        ({"skip_scale": 0.0}, "skip_scale must be a number in (0.0, inf]; got 0.0"),
+        ({"margin": 1.0}, "margin must be a number in (0.0, 1.0); got 1.0"),
+        ({"checkpoint": ""}, "checkpoint must be a non-empty string"),
+    ],
+)
+def test_degenerate_decoder_settings_are_rejected(params, start):
+    with pytest.raises(ParameterError) as e:
+        book.setup("cao_decoder", profile="cpu", **params)
     assert str(e.value).startswith(start) and "\n" not in str(e.value)

@@ -147,8 +147,9 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (Fig. 3, official ViT-B)",
         criterion=PairedGreater(),
         notebook="cao_decoder",
-        measure="per seed (micro MAE, W^V learned): PSNR on masked patches of the worst intermediate decoder "
-        "read-out minus that of the read-out of the decoder input (encoder output + mask tokens)",
+        measure="per seed (softmax micro MAE, W^V learned): mean over test images of the PSNR (pasted image: "
+        "differs on masked patches only) of the worst intermediate decoder read-out minus that of the read-out of "
+        "the decoder input (encoder output + mask tokens); trained.intermediate_gain",
     ),
     Claim(
         id="cao.thm51_trained_small_change",
@@ -159,8 +160,8 @@ CLAIMS: list[Claim] = [
         paper_value="O(1/n) (Thm. 5.1; hypotheses not met: W^V != I)",
         criterion=Below(0.5),
         notebook="cao_decoder",
-        measure="per seed: largest relative token change between consecutive encoder and decoder layers "
-        "(metrics.relative_layer_change), mean + 2 s.e. over seeds < 0.5",
+        measure="per seed (softmax micro MAE): mean over test images of the largest relative token change of any "
+        "encoder or decoder block (decoder.layer_changes); mean + 2 s.e. over seeds < 0.5",
     ),
     Claim(
         id="cao.thm51b_softmax_more_stable",
@@ -171,8 +172,8 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative",
         criterion=PairedGreater(),
         notebook="cao_decoder",
-        measure="per seed: mean relative layer change of the exp-kernel model minus that of the softmax model "
-        "(same data, seed and recipe)",
+        measure="per seed: mean relative block change (all encoder and decoder blocks, mean over test images) of "
+        "the unnormalised (exp) model minus that of the softmax model (same data, seed, initial weights and recipe)",
     ),
     Claim(
         id="cao.lemma61_visible_span",

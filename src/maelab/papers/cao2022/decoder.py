@@ -123,6 +123,18 @@ def grid_distances(grid: tuple[int, int]) -> torch.Tensor:
     return torch.maximum((r[:, None] - r[None, :]).abs(), (c[:, None] - c[None, :]).abs())
 
 
+def far_fraction_uniform(grid: tuple[int, int], near: int = 1) -> float:
+    """The ``far_fraction`` of :func:`attention_split` for attention spread uniformly over the visible keys, in
+    expectation over uniformly random masks: mean over query positions q of #{j != q : d(q, j) > near} / (L - 1)
+    (given q masked, the visible keys are a uniform random subset of the other positions). The reference a measured
+    far fraction must be read against: on a small grid most patches are far whatever attention does."""
+    d = grid_distances(grid).double()
+    n = d.shape[0]
+    if n < 2:
+        raise ParameterError("grid", "at least 2 patches", grid)
+    return float(((d > near).sum(dim=1) / (n - 1)).mean())
+
+
 def attention_split(attn: torch.Tensor, mask: torch.Tensor, grid: tuple[int, int], near: int = 1) -> dict:
     """Mass of masked queries' attention (N, heads, 1 + L, 1 + L; index 0 = [CLS]) by key type and distance.
 

@@ -1,15 +1,27 @@
-"""Settings of the Cao, Xu & Clifton (2022) notebooks: ``cao_theory`` (Thm. 5.1 (a), Thm. 5.2, Prop. 3.1; exact).
+"""Settings of the Cao, Xu & Clifton (2022) notebooks: ``cao_theory`` (Thm. 5.1 (a), Thm. 5.2, Prop. 3.1; exact)
+and ``cao_decoder`` (trained micro MAEs: Fig. 3, Thm. 5.1 (b), Thm. 5.2 on trained models, Lemma 6.1 / Prop. 6.2).
 
-Each class holds the ``cpu`` values as defaults and ``SMOKE`` / ``GPU`` overrides; see :mod:`maelab.profiles`. The
-trained-model notebook ``cao_decoder`` (Fig. 3, Lemma 6.1 / Prop. 6.2, Thm. 5.1 (b)) does not exist yet: its settings
-come with it (its claim rows in :mod:`maelab.papers.cao2022.claims` show as "not yet measured" until then; the drafted
-recipe is in the history of this file, commit 1a923e6). Edited only by the Cao notebooks' author.
+Each class holds the ``cpu`` values as defaults and ``SMOKE`` / ``GPU`` overrides; see :mod:`maelab.profiles`.
+Edited only by the Cao notebooks' author.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..._validate import ParameterError
-from ...profiles import NotebookSettings, is_choice, is_int, is_list, is_number, notebook_settings, setting
+from ...profiles import (
+    NotebookSettings,
+    is_choice,
+    is_int,
+    is_list,
+    is_number,
+    is_ratio,
+    is_str,
+    notebook_settings,
+    optional,
+    setting,
+)
 
 _POSITIVE = is_number(0.0, low_open=True)
 DENSE_MAX = 64  # largest 2-D grid side (and image side of the deficiency table) computed with dense matrices
@@ -107,4 +119,106 @@ class CaoTheorySettings(NotebookSettings):
             )
 
 
-NOTEBOOKS: dict[str, type] = {"cao_theory": CaoTheorySettings}
+@notebook_settings
+class CaoDecoderSettings(NotebookSettings):
+    """Trained micro MAEs on Fashion-MNIST (28 px, patch 4: a 7 x 7 token grid, 12 visible at mask 0.75), one per
+    (variant, seed), paired by seed: same initial weights (the variants have the same parameters), data order and
+    masks. Variants: the official softmax attention, the same kernel unnormalised (``kernel``), and the attention
+    residual scaled by ``skip_scale``. The encoder has ``depth`` blocks, the decoder ``decoder_depth`` (Fig. 3 reads
+    out every decoder block). Precondition of every claim: each run's test reconstruction loss is at least
+    ``margin`` (relative) below that of its untrained model (:func:`maelab.papers.cao2022.decoder.learned`) and
+    ``ref_margin`` below the loss of predicting each patch's mean
+    (:func:`maelab.papers.cao2022.trained.beats_reference`).
+
+    cpu: sized on the shared 2-core machine (a first run at batch 256, 6,000 images x 3 epochs = 70 optimiser steps,
+    trained at ~240 images / s): its models' test loss (0.60-0.64) fell far below the untrained models' (1.9-3.7)
+    but barely below the loss of predicting each patch's mean (0.637): too few steps. Hence batch 64 and 4 epochs of
+    5,000 images, 312 steps at a peak lr of 2e-3, the 9 runs in ~20 min of training plus ~4 min of evaluation; the
+    page prints the measured times.
+    gpu: 60,000 images x 10 epochs at batch 256 and 5 seeds, ~18 H100 minutes by the cost model (not run yet).
+    smoke: tiny, on the shipped mnist10k (CI needs no fetched data): the pipeline only.
+    """
+
+    SMOKE = {
+        "dataset": "mnist10k",
+        "n_train": 256,
+        "n_test": 128,
+        "epochs": 2,
+        "batch_size": 64,
+        "decoder_depth": 3,
+        "seeds": [0, 1],
+        "n_loss": 64,
+        "n_eval": 16,
+        "n_probe": 128,
+        "photo_size": 32,
+        "n_photos": 2,
+    }
+    GPU = {
+        "n_train": 60000,
+        "n_test": 10000,
+        "epochs": 10,
+        "batch_size": 256,
+        "blr": 4e-3,
+        "seeds": [0, 1, 2, 3, 4],
+        "n_eval": 1000,
+        "n_probe": 20000,
+    }
+
+    dataset: str = setting(
+        "fashion_mnist",
+        "dataset (28 x 28 grey images; fetch once: python -m maelab.data fetch fashion_mnist)",
+        is_choice("fashion_mnist", "mnist", "mnist10k"),
+    )
+    n_train: int = setting(5000, "pre-training images (the first n of the train split)", is_int(2))
+    n_test: int = setting(
+        1000, "test images (probe test set; the loss and analysis images are the first ones)", is_int(2)
+    )
+    patch_size: int = setting(4, "patch side in pixels (must divide 28; 4 gives a 7 x 7 grid)", is_choice(4, 7, 14))
+    depth: int = setting(2, "encoder blocks", is_int())
+    decoder_depth: int = setting(4, "decoder blocks (>= 3: Fig. 3 needs intermediate read-outs)", is_int(3))
+    epochs: int = setting(4, "pre-training epochs (weights kept after each for the loss curve)", is_int())
+    batch_size: int = setting(64, "batch size", is_int())
+    blr: float = setting(8e-3, "base learning rate: peak lr = blr * batch / 256", is_number(0.0, low_open=True))
+    warmup_epochs: float = setting(1, "linear warm-up epochs", is_number(0.0))
+    mask_ratio: float = setting(0.75, "mask ratio (the paper's 0.75)", is_ratio())
+    kernel: str = setting(
+        "exp", "unnormalised attention kernel of the 'exp' variant (models attn_norm)", is_choice("exp", "linear")
+    )
+    skip_scale: float = setting(
+        0.5, "weight beta of the attention residual in the 'skip' variant (1 = official)", is_number(0.0, low_open=True)
+    )
+    seeds: tuple = setting(
+        [0, 1, 2], "seeds; one run per variant and seed, paired by seed (>= 2 for an error bar)", is_list(is_int(0))
+    )
+    margin: float = setting(
+        0.2, "precondition: trained test loss at least this fraction below the untrained model's", is_ratio()
+    )
+    ref_margin: float = setting(
+        0.05,
+        "precondition: trained test loss at least this fraction below the loss of predicting each patch's mean",
+        is_ratio(),
+    )
+    n_loss: int = setting(500, "test images of the reconstruction-loss curve (mask seed 0)", is_int())
+    n_eval: int = setting(128, "test images of the read-out, layer-change and attention analyses", is_int())
+    n_probe: int = setting(2000, "training images of the [CLS] linear probe (tested on all n_test)", is_int(2))
+    checkpoint: Any = setting(
+        None,
+        "path of the official mae_visualize_vit_base.pth; None: skip the ViT-B section",
+        optional(is_str()),
+    )
+    photo_size: int = setting(224, "side of the photo crops read out by the ViT-B (the checkpoint's 224)", is_int(16))
+    n_photos: int = setting(4, "photo crops (bundled test photos) for the checkpoint section", is_int())
+
+    def validate(self) -> None:
+        if len(self.seeds) < 2 or len(set(self.seeds)) != len(self.seeds):
+            raise ParameterError("seeds", "at least 2 distinct seeds (paired claims need a spread)", self.seeds)
+        if 28 % self.patch_size:
+            raise ParameterError("patch_size", "a divisor of 28", self.patch_size)
+        for name in ("n_loss", "n_eval"):
+            if getattr(self, name) > self.n_test:
+                raise ParameterError(name, f"at most n_test = {self.n_test}", getattr(self, name))
+        if self.n_probe > self.n_train:
+            raise ParameterError("n_probe", f"at most n_train = {self.n_train}", self.n_probe)
+
+
+NOTEBOOKS: dict[str, type] = {"cao_theory": CaoTheorySettings, "cao_decoder": CaoDecoderSettings}
