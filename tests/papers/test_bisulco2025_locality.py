@@ -78,3 +78,17 @@ def test_profiles_by_hand():
     # agrees with metrics.radial_profile where bins coincide (the centre bin)
     _, rp = metrics.radial_profile(m, (2, 2), normalize=None)
     assert rp[0] == p[0]
+
+
+def test_image_mean_loss_is_the_mean_pixel_variance_and_the_expected_masked_loss():
+    # image 1: pixels 0, 0, 2, 2 -> mean 1, variance 1; image 2: constant -> 0 (hand-computed): mean 0.5
+    imgs = np.array([[[0.0, 0.0], [2.0, 2.0]], [[3.0, 3.0], [3.0, 3.0]]])
+    assert J.image_mean_loss(imgs) == pytest.approx(0.5)
+    # the same number as the loss of filling removed patches with the image mean, averaged over every mask that
+    # removes one of four 1-pixel patches (the MAE loss of a mean predictor, enumerated)
+    rng = np.random.default_rng(0)
+    x = rng.random((3, 4))
+    losses = [np.mean([(x[i, j] - x[i].mean()) ** 2 for i in range(3)]) for j in range(4)]
+    assert J.image_mean_loss(x.reshape(3, 2, 2)) == pytest.approx(np.mean(losses))
+    with pytest.raises(ParameterError, match="images"):
+        J.image_mean_loss(np.zeros((0, 4)))

@@ -15,6 +15,9 @@ closed forms from :mod:`maelab.linear_mae`. Here:
   spread of a model that had no spatial preference at all.
 * **Profiles** (:func:`binned_profile`, :func:`mean_profile`): mean absolute weight against distance, normalised
   per map as the paper's "normalised weight" (Fig. 13C).
+* **The trivial predictor** (:func:`image_mean_loss`): the reconstruction loss of predicting every removed pixel
+  by its image's mean grey level, whose Jacobian has no spatial preference; the learning precondition of the
+  nonlinear claims (:class:`maelab.claims.ReconstructionCheck`) compares each trained MAE's loss with it.
 """
 
 from __future__ import annotations
@@ -29,7 +32,15 @@ from maelab import linear_mae, metrics
 from maelab._util import blas_limit
 from maelab._validate import ParameterError, positive_int
 
-__all__ = ["binned_profile", "central_pixels", "linear_weights", "map_spread", "mean_profile", "uniform_visible_spread"]
+__all__ = [
+    "binned_profile",
+    "central_pixels",
+    "image_mean_loss",
+    "linear_weights",
+    "map_spread",
+    "mean_profile",
+    "uniform_visible_spread",
+]
 
 
 def linear_weights(X: Any, m: float, patch_size: int, k: int, height: int, width: int) -> np.ndarray:
@@ -127,3 +138,21 @@ def mean_profile(maps: Any, centres: Any, max_r: int, where: Any = None) -> np.n
         warnings.simplefilter("ignore", RuntimeWarning)
         out = np.nanmean(np.stack(profs), axis=0)
     return out / np.nanmax(out)
+
+
+def image_mean_loss(images: Any) -> float:
+    """Expected MAE loss (raw-pixel targets: per-pixel squared error averaged over the removed patches, then over
+    images) of the trivial predictor that fills every removed pixel with its image's mean grey level.
+
+    With patches removed uniformly at random every pixel is equally likely removed, so the expectation over masks is
+    the mean over images of the per-image pixel variance (population variance). ``images``: (n, ...) array or tensor,
+    one image per row. The predictor knows the mean of the whole image (removed pixels included), so it is, if
+    anything, better than any predictor from the visible pixels' mean.
+    """
+    x = torch.as_tensor(images, dtype=torch.float64)
+    if x.ndim < 2 or x.shape[0] == 0 or x[0].numel() < 2:
+        raise ParameterError("images", "an (n, ...) array of n >= 1 images with >= 2 pixels each", tuple(x.shape))
+    x = x.reshape(x.shape[0], -1)
+    if not torch.isfinite(x).all():
+        raise ParameterError("images", "finite pixel values", "non-finite values")
+    return float(x.var(dim=1, unbiased=False).mean())
