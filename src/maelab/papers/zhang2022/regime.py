@@ -2,7 +2,9 @@
 
 **Paper-specific:** the pilot that chooses the schedule on which ``zhang_umae``'s MAE vs U-MAE comparison is
 re-run, and the precondition every claim about a trained representation needs: MAE must beat the same
-architecture at random initialisation by a stated margin (:func:`learned_margin`).
+architecture at random initialisation by a stated margin (:func:`learned_margin`, the book's
+:class:`maelab.claims.LearnedCheck` with :data:`maelab.claims.LEARNED_MARGIN`). :func:`margin_extrapolation` and
+:func:`training_minutes` ask whether the cpu budget can reach that margin.
 
 One pre-training run per (variant, seed) by :func:`maelab.experiments.pretrain` (checkpoints cached, exact
 resume) keeps weight snapshots at chosen epochs; each snapshot is evaluated frozen on the [CLS] token and on the
