@@ -106,11 +106,10 @@ LEARNED_MARGIN = 0.05
 #: The learning precondition of a claim about a trained *prediction map* where no class probe exists (unlabelled
 #: data, e.g. Bisulco's masked-pixel Jacobians on photo crops): the model's reconstruction loss must be at most this
 #: fraction of the loss of a trivial predictor (:class:`ReconstructionCheck`). Beating random initialisation is no
-#: test there (any model that outputs the mean grey level beats it many times over); the natural trivial predictor
-#: is the one whose prediction ignores the image's structure -- every masked pixel predicted by the image's mean
-#: grey level, whose Jacobian is uniform over the image. Requiring at most 0.8 of its loss (a fifth of its error
-#: removed) is the same relative step as the probe margin: 5 points of the 20 to 25 points of error that our
-#: random-init probes leave.
+#: test there (a model that outputs the mean grey level beats it many times over); the trivial predictor is the one
+#: without spatial structure -- every removed pixel filled with the mean of the visible pixels, whose Jacobian
+#: weighs every visible pixel equally. Requiring at most 0.8 of its loss (a fifth of its error removed) is the same
+#: relative step as the probe margin: 5 points of the 20 to 25 points of error that our random-init probes leave.
 RECON_MAX_RATIO = 0.8
 
 
