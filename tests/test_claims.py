@@ -184,3 +184,67 @@ def test_verdict_refuses_a_criterion_that_returns_no_verdict():
     claim = dataclasses.replace(C.REGISTRY["zhang.table1_finetune_mnist10k"], criterion=Broken())
     with pytest.raises(ValueError, match="returned verdict 'maybe'"):
         C.verdict(claim, C.Evidence(value=1.0))
+
+
+def test_learned_check_every_seed_above_the_margin():
+    # gains (hand-computed) 0.10, 0.07, 0.06: all > 0.05 -> learned; a 0.065 margin fails at seed 2
+    ok = C.LearnedCheck("MAE, [CLS] probe", (0.80, 0.77, 0.76), (0.70, 0.70, 0.70))
+    assert ok.margin == C.LEARNED_MARGIN == 0.05
+    assert ok.met and ok.unmet == "" and ok.gains == pytest.approx((0.10, 0.07, 0.06))
+    bad = C.LearnedCheck("MAE, [CLS] probe", (0.80, 0.77, 0.76), (0.70, 0.70, 0.70), seeds=(3, 4, 5), margin=0.065)
+    assert not bad.met
+    assert bad.unmet == (
+        "MAE, [CLS] probe does not beat random init by more than 6.5 points in every seed "
+        "(smallest gain +6.0 points, seed 5: 76.0 % vs 70.0 %)"
+    )
+    # a large mean gain does not hide one seed below its random init; a gain equal to the margin is not enough
+    assert not C.LearnedCheck("m", (0.95, 0.95, 0.69), (0.70, 0.70, 0.70)).met
+    assert not C.LearnedCheck("m", (0.75,), (0.50,), margin=0.25).met
+    row = bad.row()
+    assert row["gain (points)"] == "+10.0, +7.0, +6.0" and row["learned"] == "no" and row["seeds"] == "3, 4, 5"
+    for kw, name in (
+        ({"trained": ()}, "trained"),
+        ({"random_init": (0.7,)}, "random_init"),
+        ({"margin": -0.1}, "margin"),
+        ({"seeds": (1,)}, "seeds"),
+        ({"trained": (math.nan, 1)}, "trained"),
+    ):
+        args = {"what": "m", "trained": (0.8, 0.8), "random_init": (0.7, 0.7), **kw}
+        with pytest.raises(C.ParameterError, match=name):
+            C.LearnedCheck(**args)
+
+
+def test_reconstruction_check_and_unmet_of():
+    ok = C.ReconstructionCheck("ViT MAE", (0.01, 0.02), (0.04, 0.025))  # ratios 0.25 and 0.8 (hand-computed)
+    assert ok.max_ratio == C.RECON_MAX_RATIO == 0.8 and ok.met and ok.ratios == pytest.approx((0.25, 0.8))
+    bad = C.ReconstructionCheck(
+        "ViT MAE", (0.01, 0.03), (0.04, 0.025), runs=("m=0.1", "m=0.9"), reference_name="the image mean"
+    )
+    assert not bad.met
+    assert bad.unmet == (
+        "ViT MAE: loss not at most 0.8 × that of the image mean in every run (run m=0.9: 0.03 vs 0.025, ratio 1.20)"
+    )
+    assert bad.row()["the image mean"] == "0.04, 0.025" and bad.row()["learned"] == "no"
+    learned = C.LearnedCheck("a", (0.9,), (0.7,))
+    failed = C.LearnedCheck("b", (0.7,), (0.7,))
+    assert C.unmet_of(ok, learned) == ""
+    assert C.unmet_of(bad, learned, failed) == bad.unmet + "; " + failed.unmet
+    assert C.unmet_of(bad, learned, failed, failed) == "3 of 4 models did not learn, e.g. " + bad.unmet
+    with pytest.raises(C.ParameterError, match="max_ratio"):
+        C.ReconstructionCheck("x", (1.0,), (0.1,), max_ratio=1.5)
+    with pytest.raises(C.ParameterError, match="reference"):
+        C.ReconstructionCheck("x", (1.0,), (0.1, 0.2))
+
+
+def test_thresholds_and_values_print_with_enough_digits():
+    crit = C.Below(1.0 + 1e-9, z=0.0)
+    assert crit.text == "value < 1.000000001"
+    v, why = crit.decide(C.Evidence(value=1.0))  # printed "1 < 1" before
+    assert v == C.SUPPORTED and why == "1 < 1.000000001"
+    # a value printed on the wrong side of the threshold at 3 digits gets more digits
+    assert crit.decide(C.Evidence(value=1.0 + 1e-6))[1] == "1.000001 >= 1.000000001"
+    assert C.Above(0.999, z=0.0).decide(C.Evidence(value=0.99949))[1] == "0.9995 > 0.999"  # not "0.999 > 0.999"
+    # exact thresholds keep their short form, values their 3 significant digits
+    assert C.Below(1e-9).text == "value < 1e-09 (mean + 2 s.e. when seeds > 1)"
+    assert C.Above(0.5).decide(C.Evidence(value=0.91234))[1] == "0.912 > 0.5"
+    assert C.Above(-0.5).text == "value > -0.5 (mean - 2 s.e. when seeds > 1)"

@@ -95,6 +95,35 @@ def test_bad_spec(kw, name):
         _spec(**kw)
 
 
+def test_random_init_evaluate_is_the_untrained_start_of_pretraining(cache):
+    spec = _spec()
+    r = E.random_init_evaluate(spec, device="cpu")
+    # pre-training starts from these weights: its epoch-0 rank (from the stored snapshot) is the random-init rank
+    out = E.pretrain_and_evaluate(spec, device="cpu", progress=False)
+    assert out["rank_by_epoch"][0][1] == pytest.approx(r["effective_rank"], rel=1e-6)
+    # and the probe is the pipeline's: the same logistic regression on features of a freshly created model
+    from maelab import models
+
+    model = models.create("umae", "micro", img_size=32, in_chans=3, seed=spec.seed)
+    tr, te = E.load_data(spec)
+    ftr = evaluate.extract_features(model, tr.images, progress=False)
+    fte = evaluate.extract_features(model, te.images, progress=False)
+    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed, blas_threads=1)
+    assert r["linear_acc"] == pytest.approx(float(lp.test_acc))
+    assert r["knn_acc"] == pytest.approx(float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels)))
+    with pytest.raises(ParameterError, match="^dataset"):
+        E.random_init_evaluate(_spec(dataset="natural", channels=1), device="cpu")
+
+
+def test_init_config_drops_only_the_training_fields():
+    a = _spec()
+    cfg = a.init_config()
+    assert set(a.to_config()) - set(cfg) == set(E.TRAINING_FIELDS)
+    assert _spec(epochs=9, blr=1.0, mask_ratio=0.5, batch_size=64).init_config() == cfg
+    for kw in ({"seed": 1}, {"size": "tiny"}, {"model": "simmim"}, {"n_train": 128}, {"pool": "mean"}):
+        assert _spec(**kw).init_config() != cfg, kw
+
+
 def test_unlabelled_dataset_is_refused(cache):
     with pytest.raises(ParameterError, match="^dataset"):
         E.pretrain_and_evaluate(_spec(dataset="natural", channels=1), device="cpu", progress=False)

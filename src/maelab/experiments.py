@@ -80,11 +80,33 @@ class PretrainSpec:
         d["model_overrides"].update(models.choices_config(d["model_overrides"]))
         return d
 
+    def init_config(self) -> dict:
+        """:meth:`to_config` without the fields only pre-training reads (:data:`TRAINING_FIELDS`): what the untrained
+        model and its frozen evaluation depend on (the config of a random-init reference, see
+        :func:`random_init_evaluate`)."""
+        return {k: v for k, v in self.to_config().items() if k not in TRAINING_FIELDS}
+
     @property
     def key(self) -> str:
         """A short stable name for this spec (cache folder names)."""
         text = json.dumps(self.to_config(), sort_keys=True, default=str)
         return f"{self.model}-{self.size}-{self.dataset}-s{self.seed}-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+#: the :class:`PretrainSpec` fields that only pre-training (and fine-tuning) reads: the untrained model of a spec and
+#: its frozen evaluation do not depend on them (:meth:`PretrainSpec.init_config`)
+TRAINING_FIELDS = (
+    "epochs",
+    "batch_size",
+    "blr",
+    "warmup_epochs",
+    "mask_ratio",
+    "rank_every",
+    "finetune_epochs",
+    "finetune_blr",
+    "keep_features",
+    "snapshot_epochs",
+)
 
 
 def load_data(spec: PretrainSpec, device="cpu", progress: bool | None = None):
@@ -215,6 +237,38 @@ def evaluate_snapshots(
     return out
 
 
+def _frozen_metrics(model, tr, te, spec: PretrainSpec, blas_threads: int | None) -> tuple[dict[str, Any], Any]:
+    """The frozen-encoder evaluation of :func:`pretrain_and_evaluate` (and of :func:`random_init_evaluate`):
+    logistic-regression probe, k-NN, effective rank and singular values of the test features; and those features."""
+    ftr = evaluate.extract_features(model, tr.images, pool=spec.pool, progress=False)
+    fte = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False)
+    lp = evaluate.linear_probe(
+        ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed, blas_threads=blas_threads
+    )
+    return {
+        "linear_acc": float(lp.test_acc),
+        "linear_train_acc": float(lp.train_acc),
+        "knn_acc": float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels)),
+        "effective_rank": float(metrics.effective_rank(fte)),
+        "singular_values": metrics.singular_values(fte).cpu().numpy(),
+    }, fte
+
+
+def random_init_evaluate(spec: PretrainSpec, *, device: str = "auto", blas_threads: int | None = 1) -> dict[str, Any]:
+    """The untrained model of ``spec`` (:func:`build_model`: the initial weights its pre-training starts from)
+    evaluated frozen exactly as :func:`pretrain_and_evaluate` evaluates the trained one (same data, pooling, probe,
+    probe seed and BLAS threads). No training, so it is cheap: the random-init reference of the learning
+    precondition (:class:`maelab.claims.LearnedCheck`). Keys: ``linear_acc``, ``linear_train_acc``, ``knn_acc``,
+    ``effective_rank``, ``singular_values``."""
+    if blas_threads is not None:
+        positive_int("blas_threads", blas_threads)
+    dev = resolve_device(device)
+    tr, te = load_data(spec, dev, progress=False)
+    if tr.labels is None or te.labels is None:
+        raise ParameterError("dataset", "a labelled dataset (mnist10k, shapes, cifar10, ...)", spec.dataset)
+    return _frozen_metrics(build_model(spec).to(dev), tr, te, spec, blas_threads)[0]
+
+
 def pretrain_and_evaluate(
     spec: PretrainSpec, *, device: str = "auto", progress: bool | None = None, blas_threads: int | None = 1
 ) -> dict[str, Any]:
@@ -259,18 +313,10 @@ def pretrain_and_evaluate(
             ),
         )
     ]
-    ftr = evaluate.extract_features(model, tr.images, pool=spec.pool, progress=False)
-    fte = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False)
-    lp = evaluate.linear_probe(
-        ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed, blas_threads=blas_threads
-    )
+    frozen, fte = _frozen_metrics(model, tr, te, spec, blas_threads)
     out: dict[str, Any] = {
         "history": res.history,
-        "linear_acc": float(lp.test_acc),
-        "linear_train_acc": float(lp.train_acc),
-        "knn_acc": float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels)),
-        "effective_rank": float(metrics.effective_rank(fte)),
-        "singular_values": metrics.singular_values(fte).cpu().numpy(),
+        **frozen,
         "rec_loss": reconstruction_loss(model, te.images, spec.mask_ratio, seed=spec.seed),
         "rank_by_epoch": ranks,
         "train_seconds": float(sum(h["seconds"] for h in res.history)),

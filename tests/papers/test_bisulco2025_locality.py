@@ -78,3 +78,36 @@ def test_profiles_by_hand():
     # agrees with metrics.radial_profile where bins coincide (the centre bin)
     _, rp = metrics.radial_profile(m, (2, 2), normalize=None)
     assert rp[0] == p[0]
+
+
+def test_image_mean_loss_is_the_mean_pixel_variance_and_the_expected_masked_loss():
+    # image 1: pixels 0, 0, 2, 2 -> mean 1, variance 1; image 2: constant -> 0 (hand-computed): mean 0.5
+    imgs = np.array([[[0.0, 0.0], [2.0, 2.0]], [[3.0, 3.0], [3.0, 3.0]]])
+    assert J.image_mean_loss(imgs) == pytest.approx(0.5)
+    # the same number as the loss of filling removed patches with the image mean, averaged over every mask that
+    # removes one of four 1-pixel patches (the MAE loss of a mean predictor, enumerated)
+    rng = np.random.default_rng(0)
+    x = rng.random((3, 4))
+    losses = [np.mean([(x[i, j] - x[i].mean()) ** 2 for i in range(3)]) for j in range(4)]
+    assert J.image_mean_loss(x.reshape(3, 2, 2)) == pytest.approx(np.mean(losses))
+    with pytest.raises(ParameterError, match="images"):
+        J.image_mean_loss(np.zeros((0, 4)))
+
+
+def test_visible_mean_loss_hand_cases():
+    # two 1x2-pixel patches [0, 0] and [2, 2]: at m = 0.5 one is removed and filled with the other's mean, an error
+    # of 2 on each of its pixels whichever is removed: loss 4 for every mask (hand-computed)
+    img = np.array([[[0.0, 0.0, 2.0, 2.0], [0.0, 0.0, 2.0, 2.0]]])  # (1, 2, 4): patch 2 -> 2 patches
+    assert J.visible_mean_loss(img, 0.5, 2, n_masks=5) == pytest.approx(4.0)
+    # without masking every patch counts and the visible mean is the image mean: the pixel variance
+    rng = np.random.default_rng(1)
+    x = rng.random((4, 8, 8))
+    assert J.visible_mean_loss(x, 0.0, 4, n_masks=2) == pytest.approx(J.image_mean_loss(x))
+    # 4 patches, one kept (m = 0.75): the loss averages (removed - kept mean)^2 over the 4 choices; many masks
+    # approach that enumeration, and a fixed seed repeats itself
+    y = np.array([[[0.0, 1.0], [2.0, 3.0]]])  # 4 one-pixel patches
+    enum = np.mean([np.mean([(y.ravel()[j] - y.ravel()[k]) ** 2 for j in range(4) if j != k]) for k in range(4)])
+    est = J.visible_mean_loss(y, 0.75, 1, n_masks=4000, seed=3)
+    assert est == pytest.approx(enum, rel=0.05) and est == J.visible_mean_loss(y, 0.75, 1, n_masks=4000, seed=3)
+    with pytest.raises(ParameterError, match="n_masks"):
+        J.visible_mean_loss(x, 0.5, 4, n_masks=0)

@@ -122,3 +122,46 @@ def test_seed_curves_rejects_epochs_without_random_init(cache):
         R.seed_curves(_spec(), {"mae": {"model": "mae"}}, seed=0, epochs=(0, 3), device="cpu")
     with pytest.raises(ParameterError, match="variants"):
         R.seed_curves(_spec(), {"random": {"model": "mae"}}, seed=0, epochs=(0, 2), device="cpu")
+
+
+def _log_curves(gains_by_seed, random=(0.70, 0.60)):
+    """Snapshots at 1,000 * 2^k images with the given gains over each seed's random init."""
+    rows = [("random", s, 0, 0, r) for s, r in enumerate(random)]
+    for s, gains in enumerate(gains_by_seed):
+        rows += [("mae", s, k + 1, 1000 * 2**k, random[s] + g) for k, g in enumerate(gains)]
+    return pd.DataFrame(rows, columns=["variant", "seed", "epoch", "images_seen", "linear_acc"])
+
+
+def test_margin_extrapolation_on_exact_log_lines():
+    # seed 0: gain = 0.01 * log2(images / 1000) -> 0.05 at 1000 * 2^5 = 32,000 images (hand-computed);
+    # seed 1: 0.02 per doubling from 0.01 at 1,000 -> 0.05 at 1000 * 2^2 = 4,000 images
+    c = _log_curves([(0.0, 0.01, 0.02, 0.03), (0.01, 0.03, 0.05, 0.07)])
+    t = R.margin_extrapolation(c, 0.05).set_index("seed")
+    assert t.loc[0, "images_needed"] == pytest.approx(32000, rel=1e-9)
+    assert t.loc[1, "images_needed"] == pytest.approx(4000, rel=1e-9)
+    assert t.loc[0, "slope_per_doubling"] == pytest.approx(0.01)
+    assert t.loc[1, "slope_per_doubling"] == pytest.approx(0.02)
+    assert t.loc[0, "last_images"] == 8000 and t.loc[0, "last_gain"] == pytest.approx(0.03)
+    assert list(t.points) == [4, 4]
+
+
+def test_margin_extrapolation_window_and_flat_curves():
+    # a curve that fell and then rises: the last 2 points (0.00 -> 0.02 per doubling) predict 0.05 at
+    # 4000 * 2^2.5 images; a curve that falls at the end has flattened: inf
+    c = _log_curves([(0.04, -0.02, 0.00, 0.02), (0.00, 0.03, 0.04, 0.035)])
+    t = R.margin_extrapolation(c, 0.05, fit_points=2).set_index("seed")
+    assert t.loc[0, "images_needed"] == pytest.approx(4000 * 2**2.5, rel=1e-9)
+    assert t.loc[1, "images_needed"] == float("inf")
+    with pytest.raises(ParameterError, match="fit_points"):
+        R.margin_extrapolation(c, 0.05, fit_points=1)
+    with pytest.raises(ParameterError, match="curves"):
+        R.margin_extrapolation(c[c.variant != "random"], 0.05)
+
+
+def test_training_minutes():
+    assert R.training_minutes(120_000, 1000.0, runs=3) == pytest.approx(6.0)  # 3 * 120 s
+    assert R.training_minutes(float("inf"), 1000.0) == float("inf")
+    with pytest.raises(ParameterError, match="images_per_second"):
+        R.training_minutes(1.0, 0.0)
+    with pytest.raises(ParameterError, match="runs"):
+        R.training_minutes(1.0, 1.0, runs=0)

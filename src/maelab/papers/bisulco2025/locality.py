@@ -15,6 +15,11 @@ closed forms from :mod:`maelab.linear_mae`. Here:
   spread of a model that had no spatial preference at all.
 * **Profiles** (:func:`binned_profile`, :func:`mean_profile`): mean absolute weight against distance, normalised
   per map as the paper's "normalised weight" (Fig. 13C).
+* **The trivial predictor** (:func:`visible_mean_loss`): the reconstruction loss of filling every removed pixel
+  with the mean of the image's visible pixels -- the predictor whose Jacobian is the uniform-over-visible map of
+  :func:`uniform_visible_spread`; the learning precondition of the nonlinear claims
+  (:class:`maelab.claims.ReconstructionCheck`) compares each trained MAE's loss with it. :func:`image_mean_loss`
+  is its closed form without masking (m = 0: the per-image pixel variance).
 """
 
 from __future__ import annotations
@@ -29,7 +34,16 @@ from maelab import linear_mae, metrics
 from maelab._util import blas_limit
 from maelab._validate import ParameterError, positive_int
 
-__all__ = ["binned_profile", "central_pixels", "linear_weights", "map_spread", "mean_profile", "uniform_visible_spread"]
+__all__ = [
+    "binned_profile",
+    "central_pixels",
+    "image_mean_loss",
+    "linear_weights",
+    "map_spread",
+    "mean_profile",
+    "uniform_visible_spread",
+    "visible_mean_loss",
+]
 
 
 def linear_weights(X: Any, m: float, patch_size: int, k: int, height: int, width: int) -> np.ndarray:
@@ -127,3 +141,52 @@ def mean_profile(maps: Any, centres: Any, max_r: int, where: Any = None) -> np.n
         warnings.simplefilter("ignore", RuntimeWarning)
         out = np.nanmean(np.stack(profs), axis=0)
     return out / np.nanmax(out)
+
+
+def image_mean_loss(images: Any) -> float:
+    """Expected MAE loss (raw-pixel targets: per-pixel squared error averaged over the removed patches, then over
+    images) of the trivial predictor that fills every removed pixel with its image's mean grey level.
+
+    With patches removed uniformly at random every pixel is equally likely removed, so the expectation over masks is
+    the mean over images of the per-image pixel variance (population variance). ``images``: (n, ...) array or tensor,
+    one image per row. The predictor knows the mean of the whole image (removed pixels included), so it is, if
+    anything, better than any predictor from the visible pixels' mean.
+    """
+    x = torch.as_tensor(images, dtype=torch.float64)
+    if x.ndim < 2 or x.shape[0] == 0 or x[0].numel() < 2:
+        raise ParameterError("images", "an (n, ...) array of n >= 1 images with >= 2 pixels each", tuple(x.shape))
+    x = x.reshape(x.shape[0], -1)
+    if not torch.isfinite(x).all():
+        raise ParameterError("images", "finite pixel values", "non-finite values")
+    return float(x.var(dim=1, unbiased=False).mean())
+
+
+def visible_mean_loss(images: Any, mask_ratio: float, patch_size: int, *, n_masks: int = 8, seed: int = 0) -> float:
+    """MAE loss (raw-pixel targets, the official loss: per-pixel squared error averaged over the removed patches of
+    the batch) of the trivial predictor that fills every removed pixel with the mean of its image's visible pixels.
+
+    Its Jacobian weighs every visible pixel equally (the map of :func:`uniform_visible_spread`): a model whose loss
+    is not well below this one has learned no spatial structure worth measuring. Masks as the official MAE
+    (:func:`maelab.masking.random_masking`, ``n_masks`` per image from a generator seeded by ``seed``: a Monte-Carlo
+    mean over masks); with ``mask_ratio`` 0 nothing is removed, the loss covers every patch and equals
+    :func:`image_mean_loss`. ``images``: (n, H, W) or (n, C, H, W).
+    """
+    from maelab import masking
+
+    x = torch.as_tensor(images, dtype=torch.float64)
+    if x.ndim == 3:
+        x = x[:, None]
+    if x.ndim != 4 or x.shape[0] == 0:
+        raise ParameterError("images", "an (n, H, W) or (n, C, H, W) array with n >= 1", tuple(x.shape))
+    positive_int("n_masks", n_masks)
+    tokens = masking.patchify(x, patch_size)  # (n, L, p*p*C); checks that patch_size divides the image
+    g = torch.Generator().manual_seed(int(seed))
+    losses = []
+    for _ in range(n_masks):
+        _, mask, _ = masking.random_masking(tokens, mask_ratio, generator=g)  # 1 = removed
+        vis = (1 - mask).to(tokens.dtype)
+        mean = (tokens * vis[..., None]).sum(dim=(1, 2)) / (vis.sum(1) * tokens.shape[-1])
+        err = ((tokens - mean[:, None, None]) ** 2).mean(-1)  # (n, L)
+        removed = mask.to(tokens.dtype)
+        losses.append(float((err * removed).sum() / removed.sum()) if removed.sum() > 0 else float(err.mean()))
+    return float(np.mean(losses))

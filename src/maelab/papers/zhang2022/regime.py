@@ -2,7 +2,9 @@
 
 **Paper-specific:** the pilot that chooses the schedule on which ``zhang_umae``'s MAE vs U-MAE comparison is
 re-run, and the precondition every claim about a trained representation needs: MAE must beat the same
-architecture at random initialisation by a stated margin (:func:`learned_margin`).
+architecture at random initialisation by a stated margin (:func:`learned_margin`, the book's
+:class:`maelab.claims.LearnedCheck` with :data:`maelab.claims.LEARNED_MARGIN`). :func:`margin_extrapolation` and
+:func:`training_minutes` ask whether the cpu budget can reach that margin.
 
 One pre-training run per (variant, seed) by :func:`maelab.experiments.pretrain` (checkpoints cached, exact
 resume) keeps weight snapshots at chosen epochs; each snapshot is evaluated frozen on the [CLS] token and on the
@@ -26,6 +28,7 @@ import torch
 from maelab import evaluate, experiments, metrics
 from maelab._util import resolve_device
 from maelab._validate import ParameterError, positive_int
+from maelab.claims import LearnedCheck
 
 POOLS = ("cls", "mean")
 #: per-snapshot numbers (suffix ``_mean``: mean-pooled patch tokens)
@@ -41,8 +44,10 @@ def _as_array(name: str, values) -> np.ndarray:
 
 
 def learned_margin(mae_acc: Sequence[float], random_acc: Sequence[float], margin: float) -> str:
-    """The precondition "MAE demonstrably learned": for *every* seed, MAE's accuracy exceeds the accuracy of the
-    same architecture at random initialisation (same seed, so the same initial weights) by more than ``margin``.
+    """The precondition "MAE demonstrably learned" (:class:`maelab.claims.LearnedCheck`, whose default margin
+    :data:`maelab.claims.LEARNED_MARGIN` is justified there): for *every* seed, MAE's accuracy exceeds the accuracy
+    of the same architecture at random initialisation (same seed, so the same initial weights) by more than
+    ``margin``.
 
     ``mae_acc`` and ``random_acc`` are accuracies in [0, 1], paired by position (one per seed); ``margin`` >= 0 is
     in the same unit (0.05 = 5 points). Every seed must clear it (not only the mean), so one seed that did not learn
@@ -54,15 +59,8 @@ def learned_margin(mae_acc: Sequence[float], random_acc: Sequence[float], margin
         raise ParameterError("random_acc", f"{a.size} values, one per seed like mae_acc", list(np.asarray(random_acc)))
     if not (isinstance(margin, (int, float)) and np.isfinite(margin) and margin >= 0):
         raise ParameterError("margin", "a finite number >= 0 (accuracy units: 0.05 = 5 points)", margin)
-    gain = a - b
-    worst = int(np.argmin(gain))
-    if gain[worst] > margin:
-        return ""
-    return (
-        f"MAE's probe does not beat random init by more than {100 * margin:.1f} points in every seed "
-        f"(smallest gain {100 * gain[worst]:+.1f} points, seed #{worst}: {100 * a[worst]:.1f} % vs "
-        f"{100 * b[worst]:.1f} %)"
-    )
+    seeds = tuple(f"#{i}" for i in range(a.size))
+    return LearnedCheck("MAE's probe", tuple(a), tuple(b), seeds=seeds, margin=float(margin)).unmet
 
 
 def first_learned(curves, margin: float, metric: str = "linear_acc", variant: str = "mae"):
@@ -88,6 +86,73 @@ def first_learned(curves, margin: float, metric: str = "linear_acc", variant: st
         if not learned_margin([by_seed[s] for s in seeds], [rand[s] for s in seeds], margin):
             return int(images), int(epoch)
     return None
+
+
+def margin_extrapolation(
+    curves, margin: float, *, fit_points: int | None = None, metric: str = "linear_acc", variant: str = "mae"
+):
+    """Per seed, the images seen at which ``variant``'s gain over its random init would reach ``margin``, by a
+    least-squares line of the gain against the logarithm of the images seen.
+
+    ``curves``: the table of :func:`seed_curves` (variant, seed, epoch, images_seen, ``metric``; random-init rows
+    as variant ``"random"``). ``fit_points``: the fit uses the seed's last ``fit_points`` snapshots of ``variant``
+    (None: all its snapshots after initialisation; at least 2). A line in log(images) keeps rising without bound,
+    so where a learning curve bends over (it saturates), the images it predicts are too *few*: the estimate is
+    optimistic. A non-positive slope means the curve has flattened: no number of images is predicted (``inf``).
+
+    Returns a DataFrame, one row per seed: ``seed``, ``points`` (snapshots fitted), ``slope_per_doubling`` (gain
+    per doubling of the images seen, accuracy units), ``last_images`` and ``last_gain`` (the last snapshot),
+    ``images_needed`` (``exp((margin - a) / b)`` for the fit ``gain = a + b ln(images)``; ``inf`` when ``b <= 0``).
+    """
+    import pandas as pd
+
+    need = ("variant", "seed", "images_seen", metric)
+    if any(c not in curves.columns for c in need):
+        raise ParameterError("curves", "a table with columns " + ", ".join(need), list(curves.columns))
+    if not (isinstance(margin, (int, float)) and np.isfinite(margin)):
+        raise ParameterError("margin", "a finite number (accuracy units: 0.05 = 5 points)", margin)
+    if fit_points is not None:
+        positive_int("fit_points", fit_points, minimum=2)
+    rand = curves[curves.variant == "random"].set_index("seed")[metric]
+    run = curves[(curves.variant == variant) & (curves.images_seen > 0)]
+    seeds = sorted(set(run.seed) & set(rand.index))
+    if not seeds:
+        raise ParameterError(
+            "curves", f"{variant!r} snapshots and random-init rows of the same seeds", sorted(set(curves.variant))
+        )
+    rows = []
+    for s in seeds:
+        g = run[run.seed == s].sort_values("images_seen")
+        if fit_points is not None:
+            g = g.tail(fit_points)
+        if len(g) < 2:
+            raise ParameterError("curves", f"at least 2 snapshots after initialisation for seed {s}", len(g))
+        x = np.log(g.images_seen.to_numpy(dtype=float))
+        y = g[metric].to_numpy(dtype=float) - float(rand[s])
+        b, a = np.polyfit(x, y, 1)
+        needed = float(np.exp((margin - a) / b)) if b > 0 else float("inf")
+        rows.append(
+            {
+                "seed": s,
+                "points": len(g),
+                "slope_per_doubling": float(b * np.log(2)),
+                "last_images": int(g.images_seen.iloc[-1]),
+                "last_gain": float(y[-1]),
+                "images_needed": needed,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def training_minutes(images: float, images_per_second: float, runs: int = 1) -> float:
+    """Minutes of training for ``runs`` runs of ``images`` images each at ``images_per_second`` (``inf`` images:
+    ``inf`` minutes)."""
+    positive_int("runs", runs)
+    if not (isinstance(images_per_second, (int, float)) and images_per_second > 0):
+        raise ParameterError("images_per_second", "a number > 0", images_per_second)
+    if not images >= 0:
+        raise ParameterError("images", "a number >= 0 (or inf)", images)
+    return runs * float(images) / float(images_per_second) / 60.0
 
 
 def probe_subset(n_total: int, n: int | None, seed: int) -> torch.Tensor:
@@ -232,9 +297,11 @@ __all__ = [
     "POOLS",
     "first_learned",
     "learned_margin",
+    "margin_extrapolation",
     "probe_subset",
     "raw_pixel_row",
     "seed_curves",
     "snapshot_row",
     "step_throughput",
+    "training_minutes",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._validate import ParameterError
+from ...claims import LEARNED_MARGIN
 from ...profiles import (
     NotebookSettings,
     is_choice,
@@ -348,9 +349,15 @@ class ZhangRegime(NotebookSettings):
         is_list(is_int(0), min_len=2, increasing=True, why="a curve needs two points"),
     )
     margin: float = setting(
-        0.05,
+        LEARNED_MARGIN,
         "learned precondition: MAE's [CLS] probe above random init by more than this in every seed (0.05 = 5 points)",
         is_number(0.0),
+    )
+    budget_minutes: float = setting(
+        120, "cpu budget of one notebook on the 2-core machine, minutes (issue 15)", is_number(0.0, low_open=True)
+    )
+    rerun_datasets: tuple = setting(
+        ["fashion_mnist", "mnist"], "datasets the zhang_umae re-run must cover (for the budget)", is_list(is_str())
     )
     timing_patches: tuple = setting([4, 7], "patch sizes whose training throughput is measured", is_list(is_int()))
     timing_steps: int = setting(10, "timed training steps per patch size (after 2 warm-up steps)", is_int())
