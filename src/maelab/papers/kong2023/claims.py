@@ -2,7 +2,8 @@
 
 Theory rows (``kong_theory``) are decided on exact computations; trained-model rows (``kong_reconstruction``,
 ``kong_representations``) must carry the precondition that the encoders learned (``Evidence(unmet=...)`` when the
-class probe does not beat the same architecture at random initialisation by the notebook's ``learned_margin``).
+class probe does not beat the same architecture at random initialisation by the notebook's ``margin``, by default
+:data:`maelab.claims.LEARNED_MARGIN`).
 "Level" is 0 for the top of a hierarchy and grows towards the pixels.
 """
 

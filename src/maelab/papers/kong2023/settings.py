@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ... import models
 from ..._validate import ParameterError
+from ...claims import LEARNED_MARGIN
 from ...profiles import (
     NotebookSettings,
     is_choice,
@@ -311,7 +312,10 @@ class KongRepresentationsSettings(KongZooSettings):
     )
     n_tsne: int = setting(500, "test points per t-SNE (seed 0)", is_int(10))
     margin: float = setting(
-        0.05, "precondition: class-probe gain of the unit_ratio model over random init, every seed", is_ratio(zero=True)
+        LEARNED_MARGIN,
+        "precondition: class-probe gain of the unit_ratio model over random init, every seed "
+        "(default maelab.claims.LEARNED_MARGIN, the book's one margin)",
+        is_ratio(zero=True),
     )
 
     def validate(self) -> None:
