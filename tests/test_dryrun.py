@@ -8,8 +8,10 @@ import nbformat
 import pytest
 import torch
 
-from maelab import book, store
-from maelab._util import DRY_RUN_ENV, dry_run_limits
+from maelab import book, profiles, store
+from maelab._util import DRY_RUN_ENV, DryRunLimits, dry_cap, dry_run_limits
+from maelab._validate import ParameterError
+from maelab.profiles import NotebookSettings, divides, is_int, is_list, notebook_settings, setting
 
 ROOT = store.repo_root()
 
@@ -106,3 +108,98 @@ def test_a_smoke_plan_is_never_stored(capsys):
     """Smoke results never go to data/results: ``plan --write`` refuses the smoke profile in one line."""
     assert book.main(["plan", "--profile", "smoke", "--write", "--no-memory"]) == 1
     assert not list((ROOT / "data" / "results" / book.PLAN_NOTEBOOK).glob("*.smoke.*"))
+
+
+# ----------------------------------------------------------------------------------------------- repetitions cap
+@notebook_settings
+class _Toy(NotebookSettings):
+    """Settings for the dry-run tests: two repetition fields, a shape field, a cross-field check."""
+
+    GPU = {"draws": 1000, "seeds": [3, 1, 4, 1, 5], "per_ds": {"a": 7, "b": 1}, "side": 64}
+
+    draws: int = setting(10, "mask draws per estimate", is_int(2), repeats=True)
+    per_ds: dict = setting({"a": 5, "b": 5}, "images per dataset", repeats=True)
+    seeds: tuple = setting([0, 1, 2], "seeds (a repetitions field by its name)", is_list(is_int(0)))
+    ratios: tuple = setting([1, 5, 9], "a sweep, not repetitions: kept", is_list(is_int()))
+    side: int = setting(32, "image side (a shape: kept)", is_int())
+    unit: int = setting(4, "masking unit (divides side)", is_int())
+
+    def validate(self):
+        divides("unit", self.unit, self.side, "side")
+
+
+def test_dry_run_value_cuts_lists_numbers_and_per_key_values():
+    assert profiles.dry_run_value([5, 6, 7], 2) == (5, 6)
+    assert profiles.dry_run_value((5,), 2) == (5,)
+    assert profiles.dry_run_value(1000, 2) == 2 and profiles.dry_run_value(1, 2) == 1
+    assert profiles.dry_run_value({"a": 7, "b": [1, 2, 3]}, 2) == {"a": 2, "b": (1, 2)}
+    assert profiles.dry_run_value(None, 2) is None and profiles.dry_run_value("x", 2) == "x"
+    assert profiles.dry_run_value(True, 2) is True  # a flag is not a count
+
+
+def test_a_dry_run_cuts_only_the_repetition_fields(monkeypatch):
+    full = _Toy.for_profile("gpu")
+    assert (full.draws, full.seeds, full.per_ds) == (1000, (3, 1, 4, 1, 5), {"a": 7, "b": 1})
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    dry = _Toy.for_profile("gpu")
+    assert _Toy.repeat_fields() == ("draws", "per_ds", "seeds")
+    assert (dry.draws, dry.seeds, dry.per_ds) == (2, (3, 1), {"a": 2, "b": 1})
+    assert (dry.ratios, dry.side, dry.unit) == (full.ratios, 64, 4)  # sweeps and shapes stay the profile's
+    monkeypatch.setenv(DRY_RUN_ENV, "0")
+    assert _Toy.for_profile("gpu") == full
+
+
+def test_a_broken_setting_fails_the_dry_run_before_the_cut(monkeypatch):
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    with pytest.raises(ParameterError, match=r"^unit must be a divisor of side=64; got 5$"):
+        _Toy.for_profile("gpu", unit=5)
+    with pytest.raises(ParameterError, match=r"^draws must be an integer >= 2"):
+        _Toy.for_profile("gpu", draws=1)  # checked as given, not after the cut
+
+
+def test_a_repetitions_field_that_cannot_be_cut_fails_when_the_class_is_defined():
+    with pytest.raises(ParameterError, match=r"valid with 2 repetitions in a dry run"):
+
+        @notebook_settings
+        class Bad(NotebookSettings):
+            """Three points at least, declared repetitions."""
+
+            pts: tuple = setting([1, 2, 3], "three points at least", is_list(is_int(), min_len=3), repeats=True)
+
+
+def test_every_notebook_s_gpu_settings_cut_for_a_dry_run(monkeypatch):
+    """The real classes: in a dry run every repetitions field holds at most ``repeats`` values, the rest is gpu."""
+    cap = DryRunLimits().repeats
+    full = {nb: profiles.settings(nb, "gpu") for nb in profiles.registry()}
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    for nb, cls in profiles.registry().items():
+        dry = profiles.settings(nb, "gpu")
+        for name in cls.field_names():
+            v, g = getattr(dry, name), getattr(full[nb], name)
+            if name in cls.repeat_fields():
+                assert (len(v) if isinstance(v, tuple) else v) <= cap or isinstance(v, dict), (nb, name, v)
+            else:
+                assert v == g, (nb, name)
+    assert profiles.settings("masking", "gpu").n_crops == 2 and profiles.settings("masking", "gpu").crop == 256
+
+
+def test_dry_cap_reads_the_switch(monkeypatch):
+    monkeypatch.delenv(DRY_RUN_ENV, raising=False)
+    assert dry_cap(3000, "train_steps") == 3000
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    assert dry_cap(3000, "train_steps") == 2 and dry_cap(1, "train_steps") == 1 and dry_cap(100) == 8
+    with pytest.raises(ParameterError, match=r"^what must be a field of DryRunLimits"):
+        dry_cap(3, "steps")
+
+
+def test_linear_mae_training_makes_two_steps_in_a_dry_run(monkeypatch):
+    import numpy as np
+
+    from maelab import linear_mae as lm
+
+    X = np.random.default_rng(0).normal(size=(20, 16))
+    ids = lm.patch_index_2d(4, 4, 2)
+    full = lm.train_linear_mae(X, 0.5, ids, 2, steps=30, record_every=1, progress=False)
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    dry = lm.train_linear_mae(X, 0.5, ids, 2, steps=30, record_every=1, progress=False)
+    assert [h["step"] for h in dry.history] == [1, 2] and len(full.history) == 30

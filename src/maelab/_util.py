@@ -48,20 +48,28 @@ class DryRunLimits:
     image and batch shapes, data sets, code paths) is exactly the profile's.
 
     Attributes:
-        train_steps: optimiser steps per training run (:func:`maelab.train.train`, :func:`maelab.train.fine_tune`),
-            counted over the whole run; later epochs still end (evaluation, callbacks, snapshots) with no step.
+        train_steps: optimiser steps per training run (:func:`maelab.train.train`, :func:`maelab.train.fine_tune`,
+            :func:`maelab.linear_mae.train_linear_mae`), counted over the whole run; later epochs still end
+            (evaluation, callbacks, snapshots) with no step.
         eval_images: images per evaluation pass (the trainer's probe accuracy, :func:`maelab.evaluate.
             extract_features`, reconstruction losses); feature extraction computes the first ``eval_images``
             images and repeats their rows to the full ``(N, D)`` shape, so every consumer sees the real shapes.
         probe_examples: training and test examples per linear probe (the first ones).
         mc_samples: Monte-Carlo samples (e.g. image pairs) per estimate of the library's analysis functions that
             read it (:func:`maelab.papers.zhang2022.mask_graph.distance_curves`).
+        repeats: repetitions per loop of a notebook: every settings field declared ``repeats=True`` (seeds, mask
+            draws, random images or maps per estimate; every field named ``seeds``) is cut to its first
+            ``repeats`` values (a number: at most ``repeats``) by :meth:`maelab.profiles.NotebookSettings.
+            for_profile`, after the profile's own values have passed their checks. Loops over such settings then
+            run ``repeats`` times wherever they are written, in the library or in a notebook, and every later
+            reader of the setting sees the same, shorter list.
     """
 
     train_steps: int = 2
     eval_images: int = 32
     probe_examples: int = 64
     mc_samples: int = 8
+    repeats: int = 2
 
 
 def dry_run_limits() -> DryRunLimits | None:
@@ -73,6 +81,17 @@ def dry_run_limits() -> DryRunLimits | None:
     if v != "1":
         raise ParameterError(DRY_RUN_ENV, "unset, '0' or '1'", v)
     return DryRunLimits()
+
+
+def dry_cap(n: int, what: str = "mc_samples") -> int:
+    """``n`` outside a dry run; in a dry run ``min(n, <the cap named what>)`` (a field of :class:`DryRunLimits`,
+    e.g. ``"mc_samples"``, ``"train_steps"``). How a library loop honours the dry-run switch in one line."""
+    dry = dry_run_limits()
+    if dry is None:
+        return n
+    if what not in {f.name for f in dataclasses.fields(DryRunLimits)}:
+        raise ParameterError("what", "a field of DryRunLimits (" + ", ".join(DryRunLimits.__annotations__) + ")", what)
+    return min(n, getattr(dry, what))
 
 
 def dry_run_dir() -> Path:

@@ -65,7 +65,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._util import blas_limit, pbar
+from ._util import blas_limit, dry_cap, pbar
 from ._validate import ParameterError, in_range, is_bool, one_of, positive_int
 from .metrics import mean_sem
 
@@ -365,7 +365,8 @@ def train_linear_mae(
     loss divided by n (full-batch gradient descent on the expectation). The learning rate follows a cosine decay
     to 0 when ``cosine``. Everything (init, masks, minibatches) is drawn from ``seed``. ``init=(A, B)`` starts
     from given factors instead of the random ``init_scale`` Gaussian (e.g. to polish a sampled-mask fit with the
-    exact expected-loss gradient).
+    exact expected-loss gradient). In a dry run (:func:`maelab._util.dry_run_limits`) at most ``train_steps``
+    steps are made.
     """
     import torch
 
@@ -374,7 +375,7 @@ def train_linear_mae(
     ids, num = _patches(patches, d)
     q, rho = mask_moments(m, num, mask_mode)
     positive_int("k", k)
-    positive_int("steps", steps)
+    steps = dry_cap(positive_int("steps", steps), "train_steps")  # a dry run: a couple of steps
     in_range("lr", lr, 0.0, None, low_open=True)
     one_of("objective", objective, ("sampled", "expected"))
     positive_int("record_every", record_every)
