@@ -60,6 +60,7 @@ and still correct otherwise because range(S) lies in range(V).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -74,7 +75,9 @@ __all__ = [
     "LinearMAEFit",
     "blkdiag",
     "closed_form",
+    "closed_forms",
     "dae_closed_form",
+    "dae_closed_forms",
     "dae_expected_loss",
     "expected_loss",
     "mae_matrices",
@@ -295,20 +298,37 @@ def closed_form(X: Any, m: float, patches: Any, k: int, mask_mode: str = "bernou
 
     See the module docstring for the statement and derivation. Returns ``(A, B, min_loss, eigvals)``.
     """
+    return closed_forms(X, m, patches, [k], mask_mode)[0]
+
+
+def closed_forms(X: Any, m: float, patches: Any, ks: Sequence[int], mask_mode: str = "bernoulli") -> list[ClosedForm]:
+    """:func:`closed_form` at every rank in ``ks`` from one eigendecomposition (the rank only selects how many
+    eigenvectors are kept): the same numbers as one :func:`closed_form` call per rank, at the cost of one."""
     X = _data(X)
     d = X.shape[1]
-    positive_int("k", k)
-    if k > d:
-        raise ParameterError("k", f"an integer in [1, d={d}]", k)
+    ks = _ranks(ks, d)
     mats = mae_matrices(X, m, patches, mask_mode)
     evals, evecs = np.linalg.eigh(mats["C"])
     order = np.argsort(evals)[::-1]
     evals, evecs = evals[order], evecs[:, order]
-    U = evecs[:, :k]
-    A = mats["V_pinv"] @ mats["S"] @ U
-    B = U.T.copy()
-    min_loss = float(np.trace(mats["S"]) - mats["q"] * evals[:k].sum())
-    return ClosedForm(A, B, min_loss, evals)
+    out = []
+    for k in ks:
+        U = evecs[:, :k]
+        A = mats["V_pinv"] @ mats["S"] @ U
+        B = U.T.copy()
+        min_loss = float(np.trace(mats["S"]) - mats["q"] * evals[:k].sum())
+        out.append(ClosedForm(A, B, min_loss, evals))
+    return out
+
+
+def _ranks(ks: Any, d: int) -> list[int]:
+    if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks:
+        raise ParameterError("ks", "a non-empty sequence of ranks", ks)
+    for k in ks:
+        positive_int("k", k)
+        if k > d:
+            raise ParameterError("k", f"an integer in [1, d={d}]", k)
+    return list(ks)
 
 
 def principal_angles(U: Any, V: Any, degrees: bool = False) -> np.ndarray:
@@ -455,12 +475,16 @@ def dae_closed_form(X: Any, sigma: float, k: int) -> ClosedForm:
     BLAS pool limited to one thread (``maelab._util.blas_limit``; small eigendecompositions are much slower
     with several threads on a busy machine, and the stored results were computed so).
     """
+    return dae_closed_forms(X, sigma, [k])[0]
+
+
+def dae_closed_forms(X: Any, sigma: float, ks: Sequence[int]) -> list[ClosedForm]:
+    """:func:`dae_closed_form` at every rank in ``ks`` from one eigendecomposition: the same numbers as one call
+    per rank, at the cost of one."""
     X = _data(X)
     n, d = X.shape
     sigma = in_range("sigma", sigma, 0.0)
-    positive_int("k", k)
-    if k > d:
-        raise ParameterError("k", f"an integer in [1, d={d}]", k)
+    ks = _ranks(ks, d)
     with blas_limit(1):
         if sigma == 0 and np.linalg.matrix_rank(X) < d:
             raise ParameterError("sigma", f"> 0 when X has rank < d={d} (X^T X is then singular)", sigma)
@@ -470,6 +494,10 @@ def dae_closed_form(X: Any, sigma: float, k: int) -> ClosedForm:
         C = S @ VinvS
         evals, evecs = np.linalg.eigh((C + C.T) / 2)
         order = np.argsort(evals)[::-1]
-        evals, U = evals[order], evecs[:, order[:k]]
-        A = VinvS @ U
-    return ClosedForm(A, U.T.copy(), float(np.trace(S) - evals[:k].sum()), evals)
+        evals = evals[order]
+        out = []
+        for k in ks:
+            U = evecs[:, order[:k]]
+            A = VinvS @ U
+            out.append(ClosedForm(A, U.T.copy(), float(np.trace(S) - evals[:k].sum()), evals))
+    return out

@@ -115,7 +115,7 @@ class BisulcoLinearMAESettings(NotebookSettings):
         is_choice("natural", "mnist10k", "shapes"),
     )
     crop: int = setting(12, "crop side in pixels (d = crop^2)", is_int(4))
-    n: int = setting(1000, "crops", is_int(2))
+    n: int = setting(1000, "crops (samples of the data distribution)", is_int(2), repeats=True)
     mask_ratios: tuple = setting([0.25, 0.5, 0.75], "Lemma 1: mask ratios", is_list(is_ratio()))
     patch_sizes: tuple = setting(
         [2, 3, 4, 6],
@@ -176,7 +176,7 @@ class BisulcoIsingSettings(NotebookSettings):
     GPU = {"n": 8000, "seeds": [0, 1, 2, 3, 4]}
 
     L: int = setting(32, "side of the Ising lattice", is_int(4))
-    n: int = setting(2000, "samples per seed", is_int(2))
+    n: int = setting(2000, "Monte-Carlo samples of the lattice per seed", is_int(2), repeats=True)
     seeds: tuple = setting(
         [0, 1, 2], "independent sample sets (>= 2 for the paired claims; 1 is allowed)", is_list(is_int(0))
     )
