@@ -128,6 +128,13 @@ class _Toy(NotebookSettings):
         divides("unit", self.unit, self.side, "side")
 
 
+def test_repetition_fields_by_name():
+    for name in ("seeds", "lin_seeds", "tik_seeds", "mc_draws", "n_mask_draws", "n_masks", "lg_n_masks", "n_masks_1d"):
+        assert profiles.REPEAT_FIELD_NAMES.fullmatch(name), name
+    for name in ("n", "n_train", "seed", "mask_ratios", "draw", "patch_sizes", "n_maskless", "seedsx"):
+        assert not profiles.REPEAT_FIELD_NAMES.fullmatch(name), name
+
+
 def test_dry_run_value_cuts_lists_numbers_and_per_key_values():
     assert profiles.dry_run_value([5, 6, 7], 2) == (5, 6)
     assert profiles.dry_run_value((5,), 2) == (5,)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -201,9 +202,10 @@ def setting(default: Any, doc: str, check: Check | None = None, *, repeats: bool
     """A settings field: its ``cpu`` default, its one-line meaning and an optional value check.
 
     ``repeats=True`` declares a number or list of independent repetitions (seeds, mask draws, random images per
-    estimate): a dry run cuts it to :attr:`maelab._util.DryRunLimits.repeats` (see :func:`dry_run_value`). A field
-    named ``seeds`` is one whether declared or not. Never declare a field that sets a model, an image or a data
-    shape: those a dry run keeps exactly.
+    estimate, Monte-Carlo samples): a dry run cuts it to :attr:`maelab._util.DryRunLimits.repeats` (see
+    :func:`dry_run_value`). A field named as :data:`REPEAT_FIELD_NAMES` says (``seeds``, ``mc_draws``, ``n_masks``)
+    is one whether declared or not. Never declare a field that sets a model, an image side or a sweep: those a dry
+    run keeps exactly.
     """
     if not isinstance(doc, str) or not doc.strip() or "\n" in doc.strip():
         raise ParameterError("doc", "a one-line description", doc)
@@ -212,7 +214,10 @@ def setting(default: Any, doc: str, check: Check | None = None, *, repeats: bool
     return dataclasses.field(default=freeze(default), metadata={"doc": doc.strip(), "check": check, "repeats": repeats})
 
 
-REPEAT_FIELD_NAMES = ("seeds",)  # fields that are repetitions by their name, in every notebook's settings
+#: Names that make a field a repetitions field (:meth:`NotebookSettings.repeat_fields`) in every notebook's settings,
+#: declared or not: ``seeds`` and ``*_seeds`` (independent runs), ``*_draws`` (Monte-Carlo draws), ``n_masks`` and
+#: ``*n_masks*`` (random masks per estimate).
+REPEAT_FIELD_NAMES = re.compile(r"(.+_)?seeds|.+_draws|(.*_)?n_masks(_.+)?")
 
 
 def dry_run_value(value: Any, cap: int) -> Any:
@@ -262,12 +267,12 @@ class NotebookSettings:
 
     @classmethod
     def repeat_fields(cls) -> tuple[str, ...]:
-        """The fields a dry run caps: declared ``setting(..., repeats=True)`` or named in
-        :data:`REPEAT_FIELD_NAMES`."""
+        """The fields a dry run caps: declared ``setting(..., repeats=True)`` or named as
+        :data:`REPEAT_FIELD_NAMES` says."""
         return tuple(
             f.name
             for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-            if f.metadata.get("repeats") or f.name in REPEAT_FIELD_NAMES
+            if f.metadata.get("repeats") or REPEAT_FIELD_NAMES.fullmatch(f.name)
         )
 
     @classmethod

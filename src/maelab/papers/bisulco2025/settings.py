@@ -299,7 +299,7 @@ class BisulcoJacobiansSettings(NotebookSettings):
     )
     snapshot_epochs: tuple = setting([0, 1, 2, 4, 8, 16], "epochs of the main model's snapshots", is_list(is_int(0)))
     n_images: int = setting(128, "held-out crops per model (>= 2 for the s.e. over images)", is_int(2), repeats=True)
-    n_pixels: int = setting(4, "masked output pixels per crop", is_int())
+    n_pixels: int = setting(4, "masked output pixels per crop", is_int(), repeats=True)
     q: float = setting(0.5, "mass fraction of the half-mass radius", is_number(0.0, 1.0, low_open=True, high_open=True))
     seeds: tuple = setting([0], "training seeds of the nonlinear MAEs (1: s.e. over test images)", is_list(is_int(0)))
 
