@@ -20,19 +20,41 @@ def _snapshot(folder):
     return {str(p): p.stat().st_mtime_ns for p in folder.rglob("*")} if folder.exists() else {}
 
 
+def _datasets_named_by_gpu_settings() -> set[str]:
+    """The fetchable datasets (``maelab.data.packaged``) that some notebook's gpu settings name, anywhere in a value."""
+    from maelab.data import packaged
+
+    def strings(v):
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                yield from strings(k)
+                yield from strings(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                yield from strings(x)
+
+    named = {x for nb in profiles.registry() for x in strings(profiles.settings(nb, "gpu").as_dict())}
+    return named & set(packaged.NAMES)
+
+
 @pytest.mark.book
-@pytest.mark.skipif(
-    os.environ.get("MAELAB_DRYRUN_ALL") != "1",
-    reason="the gpu dry run of every notebook takes longer than make test's budget today (masking "
-    "alone ~4 min: its photo-spectra and 1-D identity loops live in the notebook, outside the "
-    "library's dry-run switch); run it with MAELAB_DRYRUN_ALL=1 (issue 13)",
-)
 def test_gpu_dry_run_of_every_notebook(tmp_path, capsys):
+    """Every notebook runs with its gpu settings under the dry-run caps; the datasets those settings name are
+    fetched first (``python -m maelab.data fetch``, hash-checked; a dataset that cannot be had fails the test)."""
+    from maelab.data import packaged
+
+    for name in sorted(_datasets_named_by_gpu_settings()):
+        if not (packaged.data_dir() / f"{name}.npz").is_file():
+            packaged.fetch(name)
     guarded = [ROOT / "data" / "results", ROOT / ".cache" / "results-smoke", ROOT / ".cache" / "checkpoints"]
     before = [_snapshot(f) for f in guarded]
     rc = book.main(["run", "--profile", "gpu", "--dry-run", "--out", str(tmp_path)])
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert rc == 0, err
+    with capsys.disabled():  # what each notebook's dry run took, in the test log (timings are not asserted)
+        print("\n" + "\n".join(ln for ln in out.splitlines() if "executed with profile=gpu" in ln))
     assert [_snapshot(f) for f in guarded] == before, "a dry run wrote into the results or checkpoint caches"
     assert os.environ.get(DRY_RUN_ENV) is None and dry_run_limits() is None  # environment restored
     executed = {p.stem for p in tmp_path.glob("*.ipynb")}
@@ -50,7 +72,8 @@ def test_broken_gpu_setting_fails_the_dry_run_in_one_line(capsys, monkeypatch, t
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the failed run's kept temp folder lands here
-    # patch 5 does not divide the 28- and 32-pixel images of Fig. 2b/c: no settings check catches it, the dry run does
+    # patch 5 does not divide the 28- and 32-pixel images of Fig. 2b/c (the masking unit does not tile the image
+    # into a token grid): no settings check catches it, the dry run does
     rc = book.main(["run", "--profile", "gpu", "--dry-run", "--only", "zhang_mask_graph", "-p", "patch_size=5"])
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error:")]
     assert rc == 1 and len(err) == 1

@@ -55,6 +55,8 @@ class DryRunLimits:
             extract_features`, reconstruction losses); feature extraction computes the first ``eval_images``
             images and repeats their rows to the full ``(N, D)`` shape, so every consumer sees the real shapes.
         probe_examples: training and test examples per linear probe (the first ones).
+        probe_iters: solver iterations per logistic-regression fit of a linear probe (its SGD variant: at most
+            ``train_steps`` epochs), on one BLAS thread.
         mc_samples: Monte-Carlo samples (e.g. image pairs) per estimate of the library's analysis functions that
             read it (:func:`maelab.papers.zhang2022.mask_graph.distance_curves`).
         repeats: repetitions per loop of a notebook: every settings field declared ``repeats=True`` (seeds, mask
@@ -68,6 +70,7 @@ class DryRunLimits:
     train_steps: int = 2
     eval_images: int = 32
     probe_examples: int = 64
+    probe_iters: int = 20
     mc_samples: int = 8
     repeats: int = 2
 

@@ -328,10 +328,11 @@ def linear_probe(
         if xte.shape[1] != xtr.shape[1]:
             raise ParameterError("test_features", f"width {xtr.shape[1]} like train_features", tuple(xte.shape))
     dry = dry_run_limits()
-    if dry is not None:  # dry run: the first examples only (the probe's code path, not its accuracy)
+    if dry is not None:  # dry run: the first examples, a few solver iterations (the code path, not the accuracy)
         xtr, ytr = xtr[: dry.probe_examples], ytr[: dry.probe_examples]
         if has_test:
             xte, yte = xte[: dry.probe_examples], yte[: dry.probe_examples]
+        max_iter, epochs, blas_threads = min(max_iter, dry.probe_iters), min(epochs, dry.train_steps), 1
     if len(torch.unique(ytr)) < 2:
         raise ParameterError("train_labels", "at least 2 distinct classes", int(len(torch.unique(ytr))))
     max_label = int(ytr.max()) if not has_test else max(int(ytr.max()), int(yte.max()))
