@@ -233,3 +233,16 @@ def test_linear_mae_training_makes_two_steps_in_a_dry_run(monkeypatch):
     monkeypatch.setenv(DRY_RUN_ENV, "1")
     dry = lm.train_linear_mae(X, 0.5, ids, 2, steps=30, record_every=1, progress=False)
     assert [h["step"] for h in dry.history] == [1, 2] and len(full.history) == 30
+
+
+def test_knn_reads_the_first_training_examples_in_a_dry_run(monkeypatch):
+    from maelab import evaluate
+
+    g = torch.Generator().manual_seed(0)
+    xtr, xte = torch.randn(500, 8, generator=g), torch.randn(40, 8, generator=g)
+    ytr = torch.randint(0, 3, (500,), generator=g)
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    n = max(DryRunLimits().probe_examples, 5)
+    dry = evaluate.knn_predict(xtr, ytr, xte, k=5)
+    monkeypatch.delenv(DRY_RUN_ENV)
+    assert dry.shape == (40,) and torch.equal(dry, evaluate.knn_predict(xtr[:n], ytr[:n], xte, k=5, num_classes=3))

@@ -472,6 +472,9 @@ def knn_predict(
     if num_classes is None:
         num_classes = int(ytr.max()) + 1
     positive_int("num_classes", num_classes, minimum=int(ytr.max()) + 1)
+    dry = dry_run_limits()
+    if dry is not None:  # dry run: the first training examples (at least k); every test example is still predicted
+        xtr, ytr = xtr[: max(dry.probe_examples, k)], ytr[: max(dry.probe_examples, k)]
     xtr = nn.functional.normalize(xtr.double(), dim=1)
     xte = nn.functional.normalize(test_features.detach().cpu().double(), dim=1)
     preds = []
