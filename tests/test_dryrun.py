@@ -246,3 +246,13 @@ def test_knn_reads_the_first_training_examples_in_a_dry_run(monkeypatch):
     dry = evaluate.knn_predict(xtr, ytr, xte, k=5)
     monkeypatch.delenv(DRY_RUN_ENV)
     assert dry.shape == (40,) and torch.equal(dry, evaluate.knn_predict(xtr[:n], ytr[:n], xte, k=5, num_classes=3))
+
+
+def test_a_dry_run_evaluates_at_the_first_and_last_evaluation_epochs_only(monkeypatch):
+    from maelab.train.loop import _evaluates
+
+    assert [d for d in range(1, 11) if _evaluates(d, 2, 10)] == [2, 4, 6, 8, 10]
+    assert [d for d in range(1, 8) if _evaluates(d, 3, 7)] == [3, 6, 7]
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    assert [d for d in range(1, 11) if _evaluates(d, 2, 10)] == [2, 10]
+    assert [d for d in range(1, 4) if _evaluates(d, 5, 3)] == [3]
