@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -343,7 +344,11 @@ def linear_probe(
         method = "logreg" if xtr.shape[0] <= LOGREG_MAX_TRAIN else "sgd"
     result = ProbeResult(method=method, train_acc=float("nan"), test_acc=None, num_classes=num_classes)
     limit = blas_limit(blas_threads) if method == "logreg" else contextlib.nullcontext()
-    with limit:
+    with limit, warnings.catch_warnings():
+        if dry is not None:  # a dry run's capped solver does not converge, by design
+            from sklearn.exceptions import ConvergenceWarning
+
+            warnings.simplefilter("ignore", ConvergenceWarning)
         _fit_probe(
             result,
             xtr,
