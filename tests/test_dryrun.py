@@ -256,3 +256,27 @@ def test_a_dry_run_evaluates_at_the_first_and_last_evaluation_epochs_only(monkey
     monkeypatch.setenv(DRY_RUN_ENV, "1")
     assert [d for d in range(1, 11) if _evaluates(d, 2, 10)] == [2, 10]
     assert [d for d in range(1, 4) if _evaluates(d, 5, 3)] == [3]
+
+
+def test_a_dry_run_step_takes_the_first_train_batch_images_of_its_batch(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    from maelab import models
+    from maelab.train import TrainConfig, train
+
+    g = torch.Generator().manual_seed(0)
+    data = SimpleNamespace(
+        images=torch.rand(64, 1, 16, 16, generator=g), labels=torch.randint(0, 3, (64,), generator=g)
+    )
+    m = models.create("mae", "micro", img_size=16, in_chans=1, patch_size=4, seed=0)
+    seen = []
+    forward = m.forward
+    monkeypatch.setattr(m, "forward", lambda x, *a, **k: seen.append(x.shape[0]) or forward(x, *a, **k))
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    monkeypatch.setenv("MAELAB_DRY_RUN_DIR", str(tmp_path))
+    cfg = TrainConfig(epochs=2, batch_size=32, blr=1e-3, warmup_epochs=1, seed=0, online_probe=False)
+    train(m, data, cfg, device="cpu", progress=False)
+    assert seen == [DryRunLimits().train_batch] * DryRunLimits().train_steps
+    with pytest.raises(ParameterError, match="^batch_size must be at most 64"):  # checked at the profile's size
+        big = TrainConfig(epochs=1, batch_size=128, warmup_epochs=0, seed=0, online_probe=False)
+        train(m, data, big, device="cpu", progress=False)

@@ -45,12 +45,15 @@ DRY_RUN_DIR_ENV = "MAELAB_DRY_RUN_DIR"
 @dataclasses.dataclass(frozen=True)
 class DryRunLimits:
     """What a dry run (``$MAELAB_DRY_RUN=1``, ``python -m maelab.book run --dry-run``) caps; everything else (models,
-    image and batch shapes, data sets, code paths) is exactly the profile's.
+    image shapes, batch sizes, data sets, code paths) is exactly the profile's.
 
     Attributes:
         train_steps: optimiser steps per training run (:func:`maelab.train.train`, :func:`maelab.train.fine_tune`,
             :func:`maelab.linear_mae.train_linear_mae`), counted over the whole run; later epochs still end
             (evaluation, callbacks, snapshots) with no step.
+        train_batch: images per optimiser step: a step takes the first ``train_batch`` images of its batch (the
+            batch size itself, its learning-rate scaling and its fit to the data set are the profile's; the memory
+            of a full gpu batch is what ``python -m maelab.book plan`` estimates, on fake tensors).
         eval_images: images per evaluation pass (the trainer's probe accuracy, :func:`maelab.evaluate.
             extract_features`, reconstruction losses); feature extraction computes the first ``eval_images``
             images and repeats their rows to the full ``(N, D)`` shape, so every consumer sees the real shapes.
@@ -69,6 +72,7 @@ class DryRunLimits:
     """
 
     train_steps: int = 2
+    train_batch: int = 8
     eval_images: int = 32
     probe_examples: int = 64
     probe_iters: int = 20

@@ -10,7 +10,8 @@
   small and :func:`~maelab.train.train` reads in one screen.
 * ``_LossLog`` keeps the loss terms on the device: the step loop reads them back (one host sync) only every
   ``log_every`` steps and at the end of the epoch, and the NaN stop names the first non-finite step.
-* In a dry run (``maelab._util.dry_run_limits``) a run makes at most ``train_steps`` optimiser steps in all;
+* In a dry run (``maelab._util.dry_run_limits``) a run makes at most ``train_steps`` optimiser steps in all, each
+  on the first ``train_batch`` images of its batch;
   the remaining epochs still end (callbacks, snapshots) with no step, the online probe is evaluated (on a few
   images) at the first evaluation epoch and the last only, and only the last epoch writes a checkpoint.
 """
@@ -203,7 +204,8 @@ def _optimizer_step(
         g["lr"] = lr * g.get("lr_scale", 1.0)
     bsz = cfg.batch_size
     s = it * bsz * rt.world + rt.rank * bsz
-    idx = perm[s : s + bsz]
+    dry = dry_run_limits()
+    idx = perm[s : s + (bsz if dry is None else min(bsz, dry.train_batch))]  # a dry run: the slot's first images
     x = images[idx]
     if cfg.augment:
         x = random_resized_crop_flip(x, aug_gen, scale=cfg.crop_scale, ratio=cfg.crop_ratio, hflip=cfg.hflip)
