@@ -1,7 +1,7 @@
 """Check the cost model against the committed cpu results: predicted vs measured CPU minutes (issue 13, item 2).
 
 For every training-heavy stored result (zhang_umae compare_* / investigate_*, zhang_ablations, bisulco_sweeps grids,
-bisulco_jacobians MAEs) the planned runs are recovered from the stored config (each result's
+zhang_regime's curves, bisulco_jacobians MAEs) the planned runs are recovered from the stored config (each result's
 ``provenance.config`` holds its specs or settings), their cost is predicted with :mod:`maelab.cost` on this machine's
 CPU calibration (:func:`maelab.cost.calibrate_cpu`, cached in ``.cache/cost``), and compared with two measurements:
 
@@ -17,8 +17,9 @@ Per run, the measured training time is also compared with the same configuration
 more than twice their median did identical work in more time, i.e. the machine was loaded (other sessions' jobs);
 such runs are flagged ``disturbed`` and the summary gives the ratio with and without them.
 
-Usage: ``PYTHONPATH=src python scripts/check_cost_model.py [--results data/results] [--csv out.csv]``. Prints one
-row per result and one summary row per notebook (ratio = predicted / measured; the issue asks for 1/1.5..1.5).
+Usage: ``PYTHONPATH=src python scripts/check_cost_model.py [--results data/results] [--csv out.csv] [--write]``.
+Prints one row per result and one summary row per notebook (ratio = predicted / measured; the issue asks for
+1/1.5..1.5); ``--write`` stores them as ``data/results/plan/cost_check.cpu`` for the re-run page.
 """
 
 from __future__ import annotations
@@ -26,13 +27,12 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from maelab import cost
+from maelab import cost, store
 from maelab.experiments import PretrainSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,9 +47,11 @@ def _spec(d: dict) -> PretrainSpec:
 
 
 def _load(results: Path, nb: str, name: str) -> tuple[dict, dict[str, pd.DataFrame]]:
-    rec = json.loads((results / nb / f"{name}.cpu.json").read_text())
-    frames = {f: pd.read_csv(results / nb / f"{name}.cpu.{f}.csv") for f in rec.get("frames", [])}
-    return rec, frames
+    r = store.load(nb, name, "cpu", root=results)
+    if r is None:
+        raise SystemExit(f"no committed cpu record {nb}/{name} under {results}")
+    frames = {k: v for k, v in r.data.items() if isinstance(v, pd.DataFrame)}
+    return {"provenance": r.provenance, "data": r.data}, frames
 
 
 def _run(spec: PretrainSpec, label: str, **kw) -> cost.PlannedRun:
@@ -62,10 +64,12 @@ def zhang_umae(results: Path, name: str):
     train + test twice, ranks of the test set per rank epoch twice), plus 'random' rows (features only)."""
     rec, fr = _load(results, "zhang_umae", name)
     c = rec["provenance"]["config"]
-    base, st = _spec(c["spec"]), c["settings"]
+    base, st = _spec(c["spec"]), c.get("settings") or c
     last = base.epochs
     rank_eps = sorted({e for e in st["rank_epochs"] if e <= last} | {0, last})
     ft_epochs = st["finetune_epochs"] if name.startswith("compare") else 0
+    cs = st.get("probe_cs")
+    fits = 0 if not cs else (1 if len(cs) == 1 else len(cs) + 1)
     runs, measured = [], []
     for _, row in fr["runs"].iterrows():
         if row["variant"] == "random":
@@ -77,6 +81,10 @@ def zhang_umae(results: Path, name: str):
                     img_size=base.img_size,
                     channels=base.channels,
                     eval_images=evals,
+                    jobs=(
+                        cost.EvalJob("logreg", base.n_train, base.n_test, count=2, fits=fits),
+                        cost.EvalJob("knn", base.n_train, base.n_test, count=2),
+                    ),
                 )
             )
             measured.append(None)
@@ -84,7 +92,16 @@ def zhang_umae(results: Path, name: str):
         fields = ast.literal_eval(c["variants"][row["variant"]])
         spec = dataclasses.replace(base, **fields, seed=int(row["seed"]))
         extra = (base.n_train + base.n_test) + 2 * len(rank_eps) * base.n_test  # 2nd pool; ranks (both pools)
-        runs.append(_run(spec, f"{row['variant']} s{row['seed']}", extra_eval_images=extra, finetune_epochs=ft_epochs))
+        runs.append(
+            _run(
+                spec,
+                f"{row['variant']} s{row['seed']}",
+                extra_eval_images=extra,
+                finetune_epochs=ft_epochs,
+                pools=2,
+                probe_fits=fits,
+            )
+        )
         measured.append(float(row["train_seconds"]))
     return runs, measured, rec["provenance"]["wall_time_s"]
 
@@ -99,7 +116,7 @@ def zhang_ablations(results: Path, name: str):
 def bisulco_sweeps(results: Path, name: str):
     rec, fr = _load(results, "bisulco_sweeps", name)
     c = rec["provenance"]["config"]
-    st = c["settings"]
+    st = c.get("settings") or c
     seeds, e = list(st["seeds"]), st["epochs"]
     snaps = tuple(sorted({x for x in st["snapshot_epochs"] if x <= e} | {e}))
     runs = []
@@ -130,7 +147,7 @@ def bisulco_sweeps(results: Path, name: str):
 def bisulco_jacobians(results: Path, name: str):
     rec, _ = _load(results, "bisulco_jacobians", name)
     c = rec["provenance"]["config"]
-    st = c["settings"]
+    st = c.get("settings") or c
     spec = PretrainSpec(
         dataset="natural",
         n_train=st["n_train"],
@@ -152,10 +169,48 @@ def bisulco_jacobians(results: Path, name: str):
     return [run], [float(rec["data"]["train_seconds"])], rec["provenance"]["wall_time_s"]
 
 
+def zhang_regime(results: Path, name: str):
+    """curves_s<seed>: MAE and U-MAE pre-trained (online probe on the test set) and their snapshots evaluated
+    (:func:`maelab.papers.zhang2022.regime.seed_curves`): per snapshot and pooling the features of the probe subset
+    and of the test set, a torch logistic-regression probe and a 20-NN; the raw-pixel probe once (in the MAE run)."""
+    rec, fr = _load(results, "zhang_regime", name)
+    c = rec["provenance"]["config"]
+    base = _spec(c["spec"])
+    n_probe = c["probe_n_train"] or base.n_train
+    runs, measured = [], []
+    timing = fr["timing"].set_index("variant")
+    for i, (variant, fields) in enumerate(c["variants"].items()):
+        spec = dataclasses.replace(base, **dict(ast.literal_eval(fields)))
+        snaps = len(c["curve_epochs"]) - (i > 0)  # the first variant also evaluates epoch 0 (random init)
+        jobs = (
+            cost.EvalJob("logreg_torch", n_probe, base.n_test, count=2 * snaps),
+            cost.EvalJob("knn", n_probe, base.n_test, count=2 * snaps),
+        )
+        if i == 0:
+            raw = base.img_size**2 * base.channels
+            jobs += (
+                cost.EvalJob("logreg_torch", n_probe, base.n_test, dim=raw),
+                cost.EvalJob("knn", n_probe, base.n_test, dim=raw),
+            )
+        runs.append(
+            _run(
+                spec,
+                f"{variant} s{c['seed']}",
+                pipeline_eval=False,
+                finetune_epochs=0,
+                extra_eval_images=2 * snaps * (n_probe + base.n_test),
+                jobs=jobs,
+            )
+        )
+        measured.append(float(timing.loc[variant, "train_seconds"]))
+    return runs, measured, rec["provenance"]["wall_time_s"]
+
+
 RESULTS = {
     "zhang_umae": (zhang_umae, ["compare_shapes", "compare_mnist10k", "investigate_shapes"]),
     "zhang_ablations": (zhang_ablations, ["lambda_sweep", "simmim", "no_mask"]),
     "bisulco_sweeps": (bisulco_sweeps, ["depth_grid", "patch_mask_grid"]),
+    "zhang_regime": (zhang_regime, ["curves_s0", "curves_s1", "curves_s2"]),
     "bisulco_jacobians": (
         bisulco_jacobians,
         [
@@ -227,33 +282,62 @@ def check(results: Path, device: cost.Device) -> tuple[pd.DataFrame, pd.DataFram
 
 
 def summary(df: pd.DataFrame, pr: pd.DataFrame) -> pd.DataFrame:
+    """One row per notebook and one for all: the whole computation (wall time of the results computed from scratch
+    against the predicted training + fine-tuning + evaluation + probes) and the training alone (every run, from the
+    trainer's own step-loop seconds); ratio = predicted / measured."""
     out = []
-    for nb, g in df.groupby("notebook", sort=False):
+    groups = [(nb, g, pr[pr["notebook"] == nb]) for nb, g in df.groupby("notebook", sort=False)]
+    for nb, g, r in groups + [("all", df, pr)]:
         fresh = g[g["note"] == ""]
-        r = pr[pr["notebook"] == nb]
-        ok = r[~r["disturbed"]]
         within = (r["ratio"] >= 1 / 1.5) & (r["ratio"] <= 1.5)
+        wall_m, wall_p = fresh["wall min (measured)"].sum(), fresh["total min (predicted)"].sum()
+        ratio = wall_p / wall_m if len(fresh) else float("nan")
         out.append(
             {
                 "notebook": nb,
-                "runs": len(r),
-                "disturbed runs": int(r["disturbed"].sum()),
-                "train ratio (all runs)": r["train s (predicted)"].sum() / r["train s (measured)"].sum(),
-                "train ratio (undisturbed)": ok["train s (predicted)"].sum() / ok["train s (measured)"].sum(),
-                "median run ratio": r["ratio"].median(),
+                "results from scratch": f"{len(fresh)}/{len(g)}",
+                "wall min (measured)": round(wall_m, 1) if len(fresh) else "—",
+                "min (predicted)": round(wall_p, 1) if len(fresh) else "—",
+                "ratio": round(ratio, 2) if len(fresh) else "—",
+                "within x1.5": ("yes" if 1 / 1.5 <= ratio <= 1.5 else "no") if len(fresh) else "—",
+                "training runs": len(r),
+                "training ratio": round(r["train s (predicted)"].sum() / r["train s (measured)"].sum(), 2),
                 "runs within x1.5": f"{int(within.sum())}/{len(r)}",
-                "wall ratio (fresh results)": float("nan")
-                if not len(fresh)
-                else fresh["total min (predicted)"].sum() / fresh["wall min (measured)"].sum(),
+                "disturbed runs": int(r["disturbed"].sum()),
             }
         )
     return pd.DataFrame(out)
+
+
+def write(df: pd.DataFrame, pr: pd.DataFrame, cal: cost.CpuCalibration, results: Path) -> None:
+    """Store the comparison as ``data/results/plan/cost_check.cpu`` (what book/rerun.md shows), keyed by the
+    calibration and by the config hashes of the records compared."""
+    compared = {
+        f"{nb}/{name}": store.load(nb, name, "cpu", root=results).provenance["config_hash"]
+        for nb, (_, names) in RESULTS.items()
+        for name in names
+    }
+    calib = {
+        "cpu": cal.key,
+        "training calibrated": cal.date_utc,
+        "probes calibrated": cal.probes_date_utc,
+        "matmul GFLOP/s": round(cal.matmul_flops_per_s / 1e9, 1),
+    }
+    store.save(
+        "cost_check",
+        {"profile": "cpu", "calibration": calib, "compared": compared},
+        {"summary": summary(df, pr), "results": df.round(3), "calibration": pd.DataFrame([calib])},
+        notebook="plan",
+        profile="cpu",
+        root=results,
+    )
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results", default=str(ROOT / "data" / "results"))
     p.add_argument("--csv", default=None, help="also write the per-result table here")
+    p.add_argument("--write", action="store_true", help="store the tables in <results>/plan/ (book/rerun.md)")
     args = p.parse_args(argv)
     cal = cost.calibrate_cpu()
     print(f"calibration: {cal.key}, {cal.date_utc}, load average {cal.loadavg[0]:.2f} -> {cal.loadavg[1]:.2f}")
@@ -266,6 +350,8 @@ def main(argv=None) -> int:
             pr[pr["disturbed"]][["result", "run", "train s (measured)", "ratio"]].to_string(index=False),
         )
         print(summary(df, pr).to_string(index=False))
+    if args.write:
+        write(df, pr, cal, Path(args.results))
     if args.csv:
         df.to_csv(args.csv, index=False)
         pr.to_csv(Path(args.csv).with_suffix(".runs.csv"), index=False)

@@ -1,6 +1,11 @@
 """Fixtures shared by several test modules."""
 
+import os
+import shutil
+
 import pytest
+
+from maelab import book, store
 
 
 @pytest.fixture()
@@ -10,3 +15,35 @@ def cache(tmp_path, monkeypatch):
     (Shadows pytest's built-in ``cache`` fixture for this folder; no test here uses that one.)"""
     monkeypatch.setenv("MAELAB_CACHE", str(tmp_path))
     return tmp_path
+
+
+def _files(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file() and p.name[0] != "."}
+
+
+@pytest.fixture(scope="session")
+def committed_book(tmp_path_factory):
+    """What ``make book`` executes, once per test session: every notebook with ``--profile auto`` from a copy of the
+    committed ``data/results``, with ``--no-compute`` (a result that is not committed fails the run: ``StoreMiss``).
+
+    Returns ``(executed folder, results copy, files before, files after)``: ``tests/test_committed_results.py``
+    checks that nothing was recomputed or rewritten, ``tests/test_html.py`` builds and crawls the book from the
+    executed notebooks (one execution for both).
+    """
+    tmp = tmp_path_factory.mktemp("committed-book")
+    committed = store.repo_root() / "data" / "results"
+    results = tmp / "results"
+    shutil.copytree(committed, results)
+    before, mtimes = _files(results), {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")}
+    saved = {k: os.environ.get(k) for k in ("MAELAB_RESULTS_DIR", store.NO_COMPUTE_ENV)}
+    os.environ.update({"MAELAB_RESULTS_DIR": str(results), store.NO_COMPUTE_ENV: "1"})
+    try:
+        book.run(profile="auto", out_dir=tmp / "executed")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    assert {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")} == mtimes, "the run wrote into data/results"
+    return tmp / "executed", results, before, _files(results)

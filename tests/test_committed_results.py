@@ -63,22 +63,12 @@ def test_no_compute_run_of_one_notebook(tmp_path, monkeypatch, capsys):
     assert "\n" not in err and "StoreMiss: bisulco_ising/scales.cpu: no stored result with config hash" in err
 
 
-def _files(root):
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file() and p.name[0] != "."}
-
-
 @pytest.mark.book
-def test_the_book_recomputes_no_committed_result(tmp_path, monkeypatch):
+def test_the_book_recomputes_no_committed_result(committed_book):
     """What ``make book`` runs (every notebook, ``--profile auto``) finds every result it needs among the committed
     ones: with ``--no-compute`` a miss fails the run (``StoreMiss``), and the claims records, which are rewritten
-    when anything changed, come out byte-identical -- so ``make book`` leaves ``git status`` clean."""
-    monkeypatch.setenv(store.NO_COMPUTE_ENV, "0")  # restored after the test (main sets it)
-    results = tmp_path / "results"
-    shutil.copytree(ROOT, results)
-    monkeypatch.setenv("MAELAB_RESULTS_DIR", str(results))
-    before = _files(results)
-    args = ["run", "--profile", "auto", "--no-compute", "--out", str(tmp_path / "ex"), "--results-dir", str(results)]
-    assert book.main(args) == 0
-    after = _files(results)
+    when anything changed, come out byte-identical -- so ``make book`` leaves ``git status`` clean. (The run is the
+    session fixture ``committed_book`` of ``tests/conftest.py``, shared with the page checks of ``test_html.py``.)"""
+    _, _, before, after = committed_book
     assert sorted(after) == sorted(before), "files added or removed under data/results"
     assert [k for k in before if after[k] != before[k]] == [], "committed records rewritten"

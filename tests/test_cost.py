@@ -177,3 +177,51 @@ def test_bad_input_one_line_errors():
         cost.PlannedRun("x", steps=-1)
     with pytest.raises(ParameterError, match="amp"):
         cost.peak_memory_bytes(m, 2, amp="fp8")
+
+
+# ----------------------------------------------------------------------------------------------- probes and k-NN
+_PROBES = (
+    {"kind": "logreg", "n_train": 1000, "n_test": 1000, "dim": 10, "seconds": 2.0},
+    {"kind": "logreg_torch", "n_train": 1000, "n_test": 1000, "dim": 9, "seconds": 4.0},
+    {"kind": "logreg_torch", "n_train": 1000, "n_test": 1000, "dim": 784, "seconds": 30.0},
+    {"kind": "knn", "n_train": 1000, "n_test": 1000, "dim": 10, "seconds": 0.5},
+)
+
+
+def test_probe_seconds_scale_the_measured_workload_by_the_solver_s_work():
+    cpu = cost.Device("cpu", 1e9, probes=_PROBES)
+    # k-NN: n_train * n_test * dim
+    assert cost.probe_seconds(cost.EvalJob("knn", 2000, 3000, dim=10), cpu) == pytest.approx(0.5 * 2 * 3)
+    # scikit-learn: n_train * dim, and fits / 7 (one fixed C: 1 fit instead of the grid's 6 + 1)
+    assert cost.probe_seconds(cost.EvalJob("logreg", 4000, 10, dim=20), cpu) == pytest.approx(2.0 * 4 * 2)
+    assert cost.probe_seconds(cost.EvalJob("logreg", 1000, 10, dim=10, fits=1), cpu) == pytest.approx(2.0 / 7)
+    # torch, Newton (10 classes x 20 parameters <= 3000): n_train * (dim + 1)^2 from the 9-d reference
+    assert cost.probe_seconds(cost.EvalJob("logreg_torch", 3000, 10, dim=19), cpu) == pytest.approx(4.0 * 3 * 4)
+    # torch above Newton's size (10 x 785 parameters): the whitened L-BFGS reference, n_train * dim^2
+    assert cost.probe_seconds(cost.EvalJob("logreg_torch", 500, 10, dim=784), cpu) == pytest.approx(15.0)
+    # the H100 model has no probes: k-NN as FLOPs at its throughput, probes on the host only
+    h = cost.Device("gpu", 1e12)
+    assert cost.probe_seconds(cost.EvalJob("knn", 1000, 1000, dim=50), h) == pytest.approx(2 * 1000 * 1000 * 50 / 1e12)
+    assert cost.probe_seconds(cost.EvalJob("logreg", 1000, 1000, dim=50), h) == 0.0
+
+
+def test_predict_adds_probes_on_the_host_and_from_spec_adds_the_pipeline_s_evaluation():
+    from maelab.experiments import PretrainSpec
+
+    spec = PretrainSpec(dataset="shapes", n_train=1000, n_test=1000, img_size=32, channels=3, epochs=1, batch_size=500)
+    run = cost.PlannedRun.from_spec(spec, pools=2)
+    assert [(j.kind, j.n_train, j.n_test, j.count) for j in run.jobs] == [
+        ("logreg", 1000, 1000, 2),
+        ("knn", 1000, 1000, 2),
+    ]
+    assert cost.PlannedRun.from_spec(spec, pipeline_eval=False).jobs == ()
+    cpu = cost.Device("cpu", 1e9, probes=_PROBES)
+    width = models.create("mae", "micro", seed=0).embed_dim
+    p = cost.predict(run, cpu)
+    assert p["probe_s"] == pytest.approx(2 * 2.0 * width / 10)
+    assert p["knn_s"] == pytest.approx(2 * 0.5 * width / 10)
+    assert p["seconds"] == pytest.approx(p["train_s"] + p["finetune_s"] + p["eval_s"] + p["knn_s"] + p["probe_s"])
+    on_h100 = cost.predict(run, cost.H100)
+    assert on_h100["probe_s"] == 0.0 and cost.predict(run, cost.H100, host=cpu)["probe_s"] == p["probe_s"]
+    with pytest.raises(ParameterError, match="^kind must be one of"):
+        cost.EvalJob("svm", 10, 10)

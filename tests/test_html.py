@@ -1,7 +1,8 @@
 """The built book as a reader gets it: a crawl of every HTML page.
 
 A session fixture renders the book from the committed results (a copy of ``data/results`` in a temp folder, so the
-run cannot touch the repository), exactly what ``make book`` and the Pages workflow publish. Then
+run cannot touch the repository; the execution is ``committed_book`` of ``tests/conftest.py``, shared with
+``tests/test_committed_results.py``), exactly what ``make book`` and the Pages workflow publish. Then
 
 * every internal link, image and script resolves, and every ``#anchor`` exists on its target page (static parse);
 * no page shows a log line, a tqdm widget warning or papermill's injected-parameters cell;
@@ -33,31 +34,21 @@ ROOT = store.repo_root()
 SKIP_DIRS = ("_static", "_sources", "_images", "_sphinx_design_static")
 
 
-def _snapshot(folder: Path) -> dict:
-    return {str(p): p.stat().st_mtime_ns for p in folder.rglob("*")} if folder.exists() else {}
-
-
 @pytest.fixture(scope="session")
-def site(tmp_path_factory) -> Path:
+def site(request) -> Path:
     given = os.environ.get("MAELAB_TEST_BOOK_HTML")
     if given:
         return Path(given)
-    tmp = tmp_path_factory.mktemp("book")
-    committed = ROOT / "data" / "results"
-    before = _snapshot(committed)
-    shutil.copytree(committed, tmp / "results")
+    executed, results, _, _ = request.getfixturevalue("committed_book")  # tests/conftest.py: shared execution
     old = os.environ.get("MAELAB_RESULTS_DIR")
-    os.environ["MAELAB_RESULTS_DIR"] = str(tmp / "results")
+    os.environ["MAELAB_RESULTS_DIR"] = str(results)  # the staged plan tables and scoreboard read the same copy
     try:
-        book.run(profile="auto", out_dir=tmp / "executed")
-        html = book.build(executed=tmp / "executed", out=tmp / "site")
+        return book.build(executed=executed, out=executed.parent / "site")
     finally:
         if old is None:
             os.environ.pop("MAELAB_RESULTS_DIR", None)
         else:
             os.environ["MAELAB_RESULTS_DIR"] = old
-    assert _snapshot(committed) == before, "rendering the book wrote into data/results"
-    return html
 
 
 @pytest.fixture(scope="session")

@@ -352,3 +352,18 @@ def test_bad_inputs(call, param):
     with pytest.raises(ParameterError) as err:
         call(data())
     assert err.value.name == param
+
+
+def test_closed_forms_at_several_ranks_equal_one_call_per_rank_bit_for_bit():
+    X = np.random.default_rng(3).normal(size=(40, 16))
+    ids = lm.patch_index_2d(4, 4, 2)
+    for got, k in zip(lm.closed_forms(X, 0.5, ids, [2, 5, 16]), (2, 5, 16)):
+        ref = lm.closed_form(X, 0.5, ids, k)
+        assert np.array_equal(got.A, ref.A) and np.array_equal(got.B, ref.B) and got.min_loss == ref.min_loss
+    for got, k in zip(lm.dae_closed_forms(X, 0.3, [1, 7]), (1, 7)):
+        ref = lm.dae_closed_form(X, 0.3, k)
+        assert np.array_equal(got.A, ref.A) and np.array_equal(got.B, ref.B) and got.min_loss == ref.min_loss
+    with pytest.raises(ValueError, match="^ks must be a non-empty sequence of ranks"):
+        lm.closed_forms(X, 0.5, ids, [])
+    with pytest.raises(ValueError, match=r"^k must be an integer in \[1, d=16\]; got 17$"):
+        lm.closed_forms(X, 0.5, ids, [2, 17])

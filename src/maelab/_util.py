@@ -45,23 +45,39 @@ DRY_RUN_DIR_ENV = "MAELAB_DRY_RUN_DIR"
 @dataclasses.dataclass(frozen=True)
 class DryRunLimits:
     """What a dry run (``$MAELAB_DRY_RUN=1``, ``python -m maelab.book run --dry-run``) caps; everything else (models,
-    image and batch shapes, data sets, code paths) is exactly the profile's.
+    image shapes, batch sizes, data sets, code paths) is exactly the profile's.
 
     Attributes:
-        train_steps: optimiser steps per training run (:func:`maelab.train.train`, :func:`maelab.train.fine_tune`),
-            counted over the whole run; later epochs still end (evaluation, callbacks, snapshots) with no step.
+        train_steps: optimiser steps per training run (:func:`maelab.train.train`, :func:`maelab.train.fine_tune`,
+            :func:`maelab.linear_mae.train_linear_mae`), counted over the whole run; later epochs still end
+            (evaluation, callbacks, snapshots) with no step.
+        train_batch: images per optimiser step: a step takes the first ``train_batch`` images of its batch (the
+            batch size itself, its learning-rate scaling and its fit to the data set are the profile's; the memory
+            of a full gpu batch is what ``python -m maelab.book plan`` estimates, on fake tensors).
         eval_images: images per evaluation pass (the trainer's probe accuracy, :func:`maelab.evaluate.
             extract_features`, reconstruction losses); feature extraction computes the first ``eval_images``
             images and repeats their rows to the full ``(N, D)`` shape, so every consumer sees the real shapes.
-        probe_examples: training and test examples per linear probe (the first ones).
+        probe_examples: training and test examples per linear probe (the first ones), and training examples per
+            k-NN (the first ``max(probe_examples, k)``; every test example is still classified).
+        probe_iters: solver iterations per logistic-regression fit of a linear probe (its SGD variant: at most
+            ``train_steps`` epochs), on one BLAS thread.
         mc_samples: Monte-Carlo samples (e.g. image pairs) per estimate of the library's analysis functions that
             read it (:func:`maelab.papers.zhang2022.mask_graph.distance_curves`).
+        repeats: repetitions per loop of a notebook: every settings field declared ``repeats=True`` (seeds, mask
+            draws, random images or maps per estimate; every field named ``seeds``) is cut to its first
+            ``repeats`` values (a number: at most ``repeats``) by :meth:`maelab.profiles.NotebookSettings.
+            for_profile`, after the profile's own values have passed their checks. Loops over such settings then
+            run ``repeats`` times wherever they are written, in the library or in a notebook, and every later
+            reader of the setting sees the same, shorter list.
     """
 
     train_steps: int = 2
+    train_batch: int = 8
     eval_images: int = 32
     probe_examples: int = 64
+    probe_iters: int = 20
     mc_samples: int = 8
+    repeats: int = 2
 
 
 def dry_run_limits() -> DryRunLimits | None:
@@ -73,6 +89,17 @@ def dry_run_limits() -> DryRunLimits | None:
     if v != "1":
         raise ParameterError(DRY_RUN_ENV, "unset, '0' or '1'", v)
     return DryRunLimits()
+
+
+def dry_cap(n: int, what: str = "mc_samples") -> int:
+    """``n`` outside a dry run; in a dry run ``min(n, <the cap named what>)`` (a field of :class:`DryRunLimits`,
+    e.g. ``"mc_samples"``, ``"train_steps"``). How a library loop honours the dry-run switch in one line."""
+    dry = dry_run_limits()
+    if dry is None:
+        return n
+    if what not in {f.name for f in dataclasses.fields(DryRunLimits)}:
+        raise ParameterError("what", "a field of DryRunLimits (" + ", ".join(DryRunLimits.__annotations__) + ")", what)
+    return min(n, getattr(dry, what))
 
 
 def dry_run_dir() -> Path:

@@ -1235,18 +1235,21 @@ def run_dry(
 
 PLAN_NOTEBOOK = "plan"  # data/results/plan/: the stored plan tables book/rerun.md shows
 PLAN_PROFILES = ("cpu", "gpu")  # the stored plans; a smoke plan is printed, never stored (smoke stays out of data/)
+COST_CHECK = "cost_check"  # data/results/plan/cost_check.cpu: predicted vs measured cpu minutes (the re-run page)
 
 
 def plan_table(profile: str, *, calibration=None, memory: bool = True):
     """One row per notebook with its planned runs summed: runs, TFLOP, predicted H100 minutes (machine-independent:
-    :data:`maelab.cost.H100`), predicted minutes on the calibrated CPU, peak memory (GiB, the largest run); notebooks
-    without a plan (no model training) are listed with "negligible"."""
+    :data:`maelab.cost.H100`; device work only), predicted minutes on the calibrated CPU and the part of them spent
+    in logistic-regression probes (which run on the CPU in every profile: add them to the H100 minutes on a GPU
+    machine with a CPU like the calibrated one), peak memory (GiB, the largest run); notebooks without a plan (no
+    model training) are listed with "negligible"."""
     import pandas as pd
 
     from . import cost
 
     full = cost.plan(profile, calibration=calibration, memory=memory)
-    cpu_col = next(c for c in full.columns if c.endswith(" min") and not c.startswith("H100"))
+    cpu_col = next(c for c in full.columns if c.endswith(" min") and c.startswith("CPU (measured)"))
     rows = []
     for nb in [n for n in notebooks_in_order() if n not in LAST]:
         t = full[(full.notebook == nb) & (full.run != "total")] if len(full) else full
@@ -1258,6 +1261,7 @@ def plan_table(profile: str, *, calibration=None, memory: bool = True):
                     "TFLOP": 0.0,
                     "H100 min": "negligible",
                     "CPU min": "negligible",
+                    "of which CPU probes": "—",
                     "peak memory (GiB)": "—",
                 }
             )
@@ -1269,6 +1273,7 @@ def plan_table(profile: str, *, calibration=None, memory: bool = True):
                 "TFLOP": round(float(t["total TFLOP"].sum()), 1),
                 "H100 min": round(float(t["H100 (bf16) min"].sum()), 1),
                 "CPU min": round(float(t[cpu_col].sum()), 1),
+                "of which CPU probes": round(float(t["CPU probes min"].sum()), 1),
                 "peak memory (GiB)": round(float(t["peak memory (GiB)"].max()), 2) if memory else "—",
             }
         )
@@ -1312,8 +1317,10 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False) -> N
 
 
 def stage_plan_tables(results: Path, folder: Path) -> None:
-    """Write the stored plan tables as ``folder/<profile>.csv`` and ``<profile>-calibration.csv`` (what book/rerun.md
-    includes); a profile without a stored table gets a one-row CSV saying how to make it."""
+    """Write the stored plan tables as ``folder/<profile>.csv`` and ``<profile>-calibration.csv``, and the check of
+    the cost model against the committed cpu results (``scripts/check_cost_model.py --write``) as
+    ``cost-check-{summary,results,calibration}.csv`` (what book/rerun.md includes); a table that is not stored gets a
+    one-row CSV saying how to make it."""
     import pandas as pd
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -1322,6 +1329,10 @@ def stage_plan_tables(results: Path, folder: Path) -> None:
         missing = pd.DataFrame([{"plan": f"not stored: run python -m maelab.book plan --profile {p} --write"}])
         (rec["table"] if rec else missing).to_csv(folder / f"{p}.csv", index=False)
         (rec["calibration"] if rec else missing).to_csv(folder / f"{p}-calibration.csv", index=False)
+    rec = store.load(PLAN_NOTEBOOK, COST_CHECK, "cpu", root=results)
+    missing = pd.DataFrame([{"check": "not stored: run python scripts/check_cost_model.py --write"}])
+    for part in ("summary", "results", "calibration"):
+        (rec[part] if rec else missing).to_csv(folder / f"cost-check-{part}.csv", index=False)
 
 
 def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:

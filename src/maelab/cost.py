@@ -82,6 +82,7 @@ __all__ = [
     "H100_MEMORY_BYTES",
     "CpuCalibration",
     "Device",
+    "EvalJob",
     "MemoryEstimate",
     "PlannedRun",
     "StepCost",
@@ -94,6 +95,7 @@ __all__ = [
     "PLAN_COLUMNS",
     "peak_memory_bytes",
     "predict",
+    "probe_seconds",
     "step_flops",
 ]
 
@@ -112,7 +114,7 @@ H100_SOURCE = (
 )
 
 _ADAMW_FLOPS_PER_PARAM = 12
-_CALIBRATION_FORMAT = 3
+_CALIBRATION_FORMAT = 4
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -376,7 +378,8 @@ class Device:
 
     ``flops_per_s``: achieved FLOP/s (a constant); ``op_overhead_s``: floor per op; ``curve``: optional
     {kind: ((flops_per_step, achieved FLOP/s), ...)} measured points (kind "train" or "eval"), interpolated
-    log-log in FLOPs per step and clamped at the ends (used instead of ``flops_per_s`` when given).
+    log-log in FLOPs per step and clamped at the ends (used instead of ``flops_per_s`` when given); ``probes``:
+    the measured probe workloads of a CPU calibration (:data:`PROBE_WORKLOADS`), which :func:`probe_seconds` scales.
     """
 
     name: str
@@ -385,6 +388,7 @@ class Device:
     source: str = ""
     curve: tuple = ()
     memory_bytes: int | None = None
+    probes: tuple = ()
 
     def throughput(self, flops_per_step: float, kind: str = "train") -> float:
         pts = sorted(dict(self.curve).get(kind) or dict(self.curve).get("train") or ())
@@ -438,6 +442,9 @@ class CpuCalibration:
     threads: int
     loadavg: tuple
     date_utc: str
+    probes: tuple = ()
+    probes_date_utc: str = ""
+    op_seconds: float = 0.0
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -452,6 +459,9 @@ class CpuCalibration:
             threads=int(d["threads"]),
             loadavg=tuple(d["loadavg"]),
             date_utc=d["date_utc"],
+            probes=tuple(d.get("probes", ())),
+            probes_date_utc=d.get("probes_date_utc", ""),
+            op_seconds=float(d.get("op_seconds", 0.0)),
         )
 
     def frame(self):
@@ -471,6 +481,14 @@ class CpuCalibration:
                 "% of GEMM": 100 * p["flops_per_s"] / self.matmul_flops_per_s,
             }
             for p in self.points
+        ]
+        rows += [
+            {
+                "workload": f"{p['kind']} probe, {p['n_train']} x {p['dim']} features",
+                "kind": "probe",
+                "ms/step (min)": 1e3 * p["seconds"],
+            }
+            for p in self.probes
         ]
         rows.append(
             {
@@ -595,6 +613,70 @@ def _calibration_points(rounds: int, reps: int) -> tuple:
     return tuple(points)
 
 
+#: The probe workloads :func:`calibrate_cpu` times (``kind``, training examples, feature dimension), each on
+#: synthetic 10-class Gaussian-cluster features (test set of the same size): the scikit-learn and torch logistic
+#: regressions of :func:`maelab.evaluate.linear_probe` (C chosen from ``DEFAULT_CS`` on a validation split, one BLAS
+#: thread as the notebooks run them), the torch one also above Newton's size limit (raw 28 x 28 pixels: the
+#: whitened L-BFGS path), and k-NN (:func:`maelab.evaluate.knn_accuracy`).
+PROBE_WORKLOADS = (("logreg", 2000, 64), ("logreg_torch", 2000, 64), ("logreg_torch", 2000, 784), ("knn", 2000, 64))
+
+
+def _synthetic_features(n: int, dim: int, seed: int, classes: int = 10) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(0, classes, (n,), generator=g)
+    centres = torch.randn(classes, dim, generator=g) * 0.7
+    return centres[y] + torch.randn(n, dim, generator=g), y
+
+
+def _op_seconds(batch: int = 2, reps: int = 10) -> float:
+    """Seconds per op of an op-bound training step (the ``micro`` MAE at ``batch`` images: tiny tensors), the
+    smaller of the fastest wall time and the median CPU time per step, divided by its op count: the CPU's floor per
+    op (:attr:`Device.op_overhead_s`), which bounds steps far smaller than the calibration workloads."""
+    from . import models
+
+    m = models.create("mae", "micro", seed=0)
+    x = torch.rand(batch, m.in_chans, m.img_size, m.img_size, generator=torch.Generator().manual_seed(0))
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        m(x)["loss"].backward()
+        opt.step()
+
+    best, _, cpu = _time_steps(step, 2, reps)
+    return min(best, cpu) / step_flops(m, batch).ops
+
+
+def _probe_points(reps: int = 2) -> tuple:
+    """Seconds of each :data:`PROBE_WORKLOADS` workload on this CPU: the smaller of its fastest wall time over
+    ``reps`` runs and its median process CPU time (all threads). On a machine shared with other jobs a probe's wall
+    time measures their load too, while its CPU time does not; on an idle machine a multi-threaded probe's wall
+    time is the smaller."""
+    from . import evaluate
+
+    out = []
+    for kind, n, dim in PROBE_WORKLOADS:
+        xtr, ytr = _synthetic_features(n, dim, 0)
+        xte, yte = _synthetic_features(n, dim, 1)
+        if kind == "knn":
+            step = functools.partial(evaluate.knn_accuracy, xtr, ytr, xte, yte)
+        else:
+            step = functools.partial(evaluate.linear_probe, xtr, ytr, xte, yte, method=kind, seed=0, blas_threads=1)
+        best, _, cpu = _time_steps(step, 0, reps)
+        out.append(
+            {
+                "kind": kind,
+                "n_train": n,
+                "n_test": n,
+                "dim": dim,
+                "seconds": min(best, cpu),
+                "wall_seconds": best,
+                "cpu_seconds": cpu,
+            }
+        )
+    return tuple(out)
+
+
 def calibrate_cpu(*, force: bool = False, rounds: int = 6, reps: int = 3) -> CpuCalibration:
     """Measure (or load from ``.cache/cost``) this machine's CPU calibration: training steps of the ``micro`` and
     ``small`` MAE at batch 128 and feature extraction at batch 256 (float32, this process, torch's thread count),
@@ -602,17 +684,28 @@ def calibrate_cpu(*, force: bool = False, rounds: int = 6, reps: int = 3) -> Cpu
     :class:`CpuCalibration`). Takes ~1-2 min on 2 cores; run it on a quiet machine (the load average is recorded)."""
     positive_int("rounds", rounds)
     positive_int("reps", reps)
+    import datetime as dt
+
     path = calibration_path()
     if path.exists() and not force:
         d = json.loads(path.read_text())
         if d.get("format") == _CALIBRATION_FORMAT and d.get("key") == cpu_key():
             return CpuCalibration.from_dict(d)
+        if d.get("format") == 3 and d.get("key") == cpu_key():  # training points kept; the probes are new in 4
+            cal = dataclasses.replace(
+                CpuCalibration.from_dict(d),
+                probes=_probe_points(),
+                op_seconds=_op_seconds(),
+                probes_date_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            )
+            _write_calibration(path, cal)
+            return cal
     load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     points = _calibration_points(rounds, reps)
     gemm, gemm_median = _matmul()
+    probes = _probe_points()
     load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    import datetime as dt
-
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     cal = CpuCalibration(
         key=cpu_key(),
         points=points,
@@ -620,13 +713,20 @@ def calibrate_cpu(*, force: bool = False, rounds: int = 6, reps: int = 3) -> Cpu
         matmul_median_flops_per_s=gemm_median,
         threads=torch.get_num_threads(),
         loadavg=(load0, load1),
-        date_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        date_utc=now,
+        probes=probes,
+        probes_date_utc=now,
+        op_seconds=_op_seconds(),
     )
+    _write_calibration(path, cal)
+    return cal
+
+
+def _write_calibration(path: Path, cal: CpuCalibration) -> None:
     from ._util import atomic_path
 
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps({"format": _CALIBRATION_FORMAT, **cal.to_dict()}, indent=1) + "\n")
-    return cal
 
 
 def cpu_device(calibration: CpuCalibration | None = None) -> Device:
@@ -638,8 +738,93 @@ def cpu_device(calibration: CpuCalibration | None = None) -> Device:
     )
     best = max(p["flops_per_s"] for p in cal.points)
     return Device(
-        name="CPU (measured)", flops_per_s=best, curve=curve, source=f"calibrate_cpu() on {cal.key}, {cal.date_utc}"
+        name="CPU (measured)",
+        flops_per_s=best,
+        op_overhead_s=cal.op_seconds,
+        curve=curve,
+        source=f"calibrate_cpu() on {cal.key}, {cal.date_utc}",
+        probes=cal.probes,
     )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# evaluation on features: probes and k-NN
+# ----------------------------------------------------------------------------------------------------------------
+EVAL_KINDS = ("logreg", "logreg_torch", "knn")
+#: Logistic-regression fits of a probe with the default C grid: one per C of ``maelab.evaluate.DEFAULT_CS`` (6) on the
+#: validation split, then the final fit at the chosen C (the calibrated probe workloads are such probes).
+GRID_FITS = 7
+_NEWTON_MAX_PARAMS = 3000  # maelab.logreg: Newton up to K (d + 1) parameters, whitened L-BFGS above
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalJob:
+    """Work on extracted features that is not a forward pass, ``count`` times per repeat of its run: ``kind``
+    "logreg" (:func:`maelab.evaluate.linear_probe` with scikit-learn, C from ``DEFAULT_CS`` on a validation
+    split), "logreg_torch" (the same with :mod:`maelab.logreg`) or "knn" (:func:`maelab.evaluate.knn_accuracy`),
+    on ``n_train`` / ``n_test`` examples of ``dim`` features (0: the run's model's embedding width). ``fits``: the
+    logistic regressions one probe fits (default :data:`GRID_FITS`: one per C of the default grid on the validation
+    split, then the final one; 1 with a fixed C)."""
+
+    kind: str
+    n_train: int
+    n_test: int
+    dim: int = 0
+    count: int = 1
+    classes: int = 10
+    fits: int = 0
+
+    def __post_init__(self):
+        one_of("kind", self.kind, EVAL_KINDS)
+        for name in ("n_train", "n_test", "count"):
+            positive_int(name, getattr(self, name))
+        positive_int("dim", self.dim, minimum=0)
+        positive_int("fits", self.fits, minimum=0)
+        positive_int("classes", self.classes, minimum=2)
+
+
+def _newton(dim: int, classes: int = 10) -> bool:
+    return classes * (dim + 1) <= _NEWTON_MAX_PARAMS
+
+
+def probe_seconds(job: EvalJob, device: Device) -> float:
+    """Seconds of one ``job`` (``dim`` resolved) on ``device``, scaled from the device's measured probe workload of
+    the same kind and solver (:data:`PROBE_WORKLOADS`) by the work the solver does per iteration:
+
+    * k-NN: the distance matrix, ``n_train * n_test * dim``;
+    * scikit-learn logistic regression (L-BFGS): gradients, ``n_train * dim``;
+    * torch logistic regression: Newton's Hessian, ``n_train * (dim + 1)^2`` (up to 3,000 parameters), else the
+      whitening of the whitened L-BFGS, ``n_train * dim^2``.
+
+    The iteration counts are taken as those of the reference (synthetic, well-separated features): real features
+    that are worse conditioned take more. A device without measured probes (the H100 model) runs k-NN as its
+    FLOPs (``2 n_train n_test dim``) and has no probe time (the probes run on the host CPU: see :func:`predict`).
+    """
+    if job.dim <= 0:
+        raise ParameterError("job.dim", "a resolved feature dimension (> 0)", job.dim)
+    if not device.probes:
+        if job.kind == "knn":
+            return device.seconds(2.0 * job.n_train * job.n_test * job.dim, 0, "eval")
+        return 0.0
+    newton = _newton(job.dim, job.classes)
+    refs = [p for p in device.probes if p["kind"] == job.kind]
+    if job.kind == "logreg_torch":
+        refs = [p for p in refs if _newton(p["dim"]) == newton] or refs
+    if not refs:
+        raise ParameterError("device", f"a calibration with a {job.kind!r} probe workload", device.name)
+    r = min(refs, key=lambda p: abs(math.log(p["dim"] / job.dim)))
+    n = job.n_train / r["n_train"]
+    if job.kind == "knn":
+        scale = n * (job.n_test / r["n_test"]) * (job.dim / r["dim"])
+    elif job.kind == "logreg":
+        scale = n * job.dim / r["dim"]
+    elif newton:
+        scale = n * ((job.dim + 1) / (r["dim"] + 1)) ** 2
+    else:
+        scale = n * (job.dim / r["dim"]) ** 2
+    if job.kind != "knn":
+        scale *= (job.fits or GRID_FITS) / GRID_FITS
+    return r["seconds"] * scale
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -653,7 +838,8 @@ class PlannedRun:
     = ``channels``); ``steps`` optimiser steps at ``batch_size`` and ``mask_ratio`` (None: the model's own);
     ``eval_images``: images through an unmasked no-grad forward (online-probe evaluation, feature extraction for
     probes, k-NN and ranks); ``finetune_steps`` at ``finetune_batch`` with ``num_classes`` classes; ``data_images``:
-    images kept on the device (memory only).
+    images kept on the device (memory only); ``jobs``: the probes and k-NN on the extracted features
+    (:class:`EvalJob`, per repeat).
     """
 
     label: str
@@ -671,6 +857,7 @@ class PlannedRun:
     num_classes: int = 10
     data_images: int = 0
     repeats: int = 1
+    jobs: tuple = ()
 
     def __post_init__(self):
         for name in ("img_size", "channels", "batch_size", "finetune_batch", "repeats"):
@@ -682,6 +869,8 @@ class PlannedRun:
             in_range("mask_ratio", self.mask_ratio, 0.0, 1.0, high_open=True)
         if not isinstance(self.overrides, tuple):
             raise ParameterError("overrides", "a tuple of (key, value) pairs", self.overrides)
+        if not isinstance(self.jobs, tuple) or not all(isinstance(j, EvalJob) for j in self.jobs):
+            raise ParameterError("jobs", "a tuple of maelab.cost.EvalJob", self.jobs)
 
     def build(self) -> nn.Module:
         """The model of this run (on the CPU, seed 0)."""
@@ -701,13 +890,22 @@ class PlannedRun:
         extra_eval_images: int = 0,
         finetune_epochs: int | None = None,
         online_eval: bool = True,
+        pools: int = 1,
+        pipeline_eval: bool = True,
+        jobs: tuple = (),
+        probe_fits: int = 0,
     ) -> PlannedRun:
         """The run :func:`maelab.experiments.pretrain_and_evaluate` makes of a ``PretrainSpec``: ``epochs *
         (n_train // batch)`` steps; evaluation = online probe on ``n_test`` every ``max(1, epochs // 10)`` epochs
         (and the last) when ``online_eval``, features of train + test, ``n_test`` per rank epoch, the test
         reconstruction loss (counted as an unmasked pass: an over-count) and ``n_test`` per fine-tuning epoch;
         fine-tuning ``finetune_epochs`` (default ``spec.finetune_epochs``) x ``n_train // min(128, n_train)``
-        steps. ``extra_eval_images`` adds the caller's own feature passes (e.g. a second pooling)."""
+        steps. ``extra_eval_images`` adds the caller's own feature passes (e.g. a second pooling).
+
+        The pipeline's evaluation of the final model (``pipeline_eval``; False for a caller that evaluates snapshots
+        itself, e.g. :func:`maelab.experiments.pretrain`) is, per pooling (``pools``), a scikit-learn linear probe
+        and a k-NN on the train / test features (:class:`EvalJob`, ``probe_fits`` fits per probe: see there);
+        ``jobs`` adds the caller's own."""
         n_tr, n_te = int(spec.n_train), int(spec.n_test or 0)
         batch = min(spec.batch_size, n_tr)
         every = max(1, spec.epochs // 10)
@@ -719,7 +917,12 @@ class PlannedRun:
         )
         ft_epochs = spec.finetune_epochs if finetune_epochs is None else finetune_epochs
         ft_batch = min(128, n_tr)
-        evals = n_evals * n_te + n_tr + n_te + n_ranks * n_te + n_te + ft_epochs * n_te + extra_eval_images
+        final = (n_tr + n_te + n_te) if pipeline_eval else 0  # features of train + test, test reconstruction loss
+        evals = n_evals * n_te + final + n_ranks * n_te + ft_epochs * n_te + extra_eval_images
+        positive_int("pools", pools)
+        if pipeline_eval and n_te:
+            lp = EvalJob("logreg", n_tr, n_te, count=pools, fits=probe_fits)
+            jobs = (lp, EvalJob("knn", n_tr, n_te, count=pools), *jobs)
         return cls(
             label=label or spec.key,
             model=spec.model,
@@ -735,6 +938,7 @@ class PlannedRun:
             finetune_batch=ft_batch,
             data_images=n_tr + n_te,
             repeats=repeats,
+            jobs=tuple(jobs),
         )
 
 
@@ -754,12 +958,14 @@ def _costs(run: PlannedRun) -> dict:
     )
     ev_batch = 256
     ev = eval_flops(model, ev_batch, batch_size=ev_batch) if run.eval_images else (0, 0)
+    width = int(getattr(model, "embed_dim", 0))
     return {
         "pre": pre,
         "ft": ft,
         "eval_batch": ev_batch,
         "eval": ev,
         "params": sum(p.numel() for p in model.parameters()),
+        "jobs": tuple(j if j.dim else dataclasses.replace(j, dim=width) for j in run.jobs),
     }
 
 
@@ -789,9 +995,14 @@ def _memory(run: PlannedRun, amp: str) -> int:
     return max(pre, ft)
 
 
-def predict(run: PlannedRun, device: Device) -> dict:
-    """Predicted cost of ``run`` (all its repeats) on ``device``: FLOPs and seconds of pre-training, evaluation and
-    fine-tuning, and their total (``seconds``)."""
+def predict(run: PlannedRun, device: Device, host: Device | None = None) -> dict:
+    """Predicted cost of ``run`` (all its repeats) on ``device``: FLOPs and seconds of pre-training, evaluation
+    (forward passes), fine-tuning, k-NN (``knn_s``, on the device) and the probes (``probe_s``), and their total
+    (``seconds``).
+
+    The logistic-regression probes run on the CPU whatever the device (scikit-learn; :mod:`maelab.logreg` in
+    float64 on the CPU): ``probe_s`` is their time on ``host`` (a calibrated CPU :class:`Device`; default:
+    ``device`` when it is one, else no probe time)."""
     c = _costs(run)
     pre, ft = c["pre"], c["ft"]
     ev_f, ev_o = c["eval"]
@@ -807,8 +1018,14 @@ def predict(run: PlannedRun, device: Device) -> dict:
         "eval_flops": run.repeats * n_eval_batches * ev_f,
         "eval_s": run.repeats * n_eval_batches * device.seconds(ev_f, ev_o, "eval"),
     }
-    out["flops"] = out["train_flops"] + out["finetune_flops"] + out["eval_flops"]
-    out["seconds"] = out["train_s"] + out["finetune_s"] + out["eval_s"]
+    host = host if host is not None else (device if device.probes else None)
+    knn = [j for j in c["jobs"] if j.kind == "knn"]
+    probes = [j for j in c["jobs"] if j.kind != "knn"]
+    out["knn_flops"] = run.repeats * sum(2.0 * j.count * j.n_train * j.n_test * j.dim for j in knn)
+    out["knn_s"] = run.repeats * sum(j.count * probe_seconds(j, device) for j in knn)
+    out["probe_s"] = run.repeats * sum(j.count * probe_seconds(j, host) for j in probes) if host else 0.0
+    out["flops"] = out["train_flops"] + out["finetune_flops"] + out["eval_flops"] + out["knn_flops"]
+    out["seconds"] = out["train_s"] + out["finetune_s"] + out["eval_s"] + out["knn_s"] + out["probe_s"]
     return out
 
 
@@ -825,6 +1042,7 @@ PLAN_COLUMNS = (
     "GFLOP/step",
     "total TFLOP",
     "peak memory (GiB)",
+    "CPU probes min",
 )
 
 
@@ -833,10 +1051,13 @@ def format_plan_table(
 ):
     """A pandas DataFrame, one row per planned run: :data:`PLAN_COLUMNS` then ``"<device> min"`` per device
     (predicted minutes of the run with all its repeats). ``memory=False`` skips the (CPU-measured) peak-memory
-    column (NaN), which needs two small real forward passes per run."""
+    column (NaN), which needs two small real forward passes per run. "CPU probes min": the logistic-regression
+    probes, which run on the CPU whatever the device, on the first calibrated CPU among ``devices`` (NaN without
+    one); a device's minutes include them only when it is that CPU."""
     import pandas as pd
 
     one_of("amp", amp, ("bf16", "off"))
+    host = next((d for d in devices if d.probes), None)
     rows = []
     for r in runs:
         if not isinstance(r, PlannedRun):
@@ -855,6 +1076,7 @@ def format_plan_table(
             "GFLOP/step": base["step_flops"] / 1e9,
             "total TFLOP": base["flops"] / 1e12,
             "peak memory (GiB)": _memory(r, amp) / 2**30 if memory else float("nan"),
+            "CPU probes min": predict(r, host)["probe_s"] / 60 if host else float("nan"),
         }
         for d in devices:
             row[f"{d.name} min"] = predict(r, d)["seconds"] / 60

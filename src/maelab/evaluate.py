@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -328,10 +329,11 @@ def linear_probe(
         if xte.shape[1] != xtr.shape[1]:
             raise ParameterError("test_features", f"width {xtr.shape[1]} like train_features", tuple(xte.shape))
     dry = dry_run_limits()
-    if dry is not None:  # dry run: the first examples only (the probe's code path, not its accuracy)
+    if dry is not None:  # dry run: the first examples, a few solver iterations (the code path, not the accuracy)
         xtr, ytr = xtr[: dry.probe_examples], ytr[: dry.probe_examples]
         if has_test:
             xte, yte = xte[: dry.probe_examples], yte[: dry.probe_examples]
+        max_iter, epochs, blas_threads = min(max_iter, dry.probe_iters), min(epochs, dry.train_steps), 1
     if len(torch.unique(ytr)) < 2:
         raise ParameterError("train_labels", "at least 2 distinct classes", int(len(torch.unique(ytr))))
     max_label = int(ytr.max()) if not has_test else max(int(ytr.max()), int(yte.max()))
@@ -342,7 +344,11 @@ def linear_probe(
         method = "logreg" if xtr.shape[0] <= LOGREG_MAX_TRAIN else "sgd"
     result = ProbeResult(method=method, train_acc=float("nan"), test_acc=None, num_classes=num_classes)
     limit = blas_limit(blas_threads) if method == "logreg" else contextlib.nullcontext()
-    with limit:
+    with limit, warnings.catch_warnings():
+        if dry is not None:  # a dry run's capped solver does not converge, by design
+            from sklearn.exceptions import ConvergenceWarning
+
+            warnings.simplefilter("ignore", ConvergenceWarning)
         _fit_probe(
             result,
             xtr,
@@ -471,6 +477,9 @@ def knn_predict(
     if num_classes is None:
         num_classes = int(ytr.max()) + 1
     positive_int("num_classes", num_classes, minimum=int(ytr.max()) + 1)
+    dry = dry_run_limits()
+    if dry is not None:  # dry run: the first training examples (at least k); every test example is still predicted
+        xtr, ytr = xtr[: max(dry.probe_examples, k)], ytr[: max(dry.probe_examples, k)]
     xtr = nn.functional.normalize(xtr.double(), dim=1)
     xte = nn.functional.normalize(test_features.detach().cpu().double(), dim=1)
     preds = []

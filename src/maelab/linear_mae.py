@@ -60,12 +60,13 @@ and still correct otherwise because range(S) lies in range(V).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._util import blas_limit, pbar
+from ._util import blas_limit, dry_cap, pbar
 from ._validate import ParameterError, in_range, is_bool, one_of, positive_int
 from .metrics import mean_sem
 
@@ -74,7 +75,9 @@ __all__ = [
     "LinearMAEFit",
     "blkdiag",
     "closed_form",
+    "closed_forms",
     "dae_closed_form",
+    "dae_closed_forms",
     "dae_expected_loss",
     "expected_loss",
     "mae_matrices",
@@ -295,20 +298,37 @@ def closed_form(X: Any, m: float, patches: Any, k: int, mask_mode: str = "bernou
 
     See the module docstring for the statement and derivation. Returns ``(A, B, min_loss, eigvals)``.
     """
+    return closed_forms(X, m, patches, [k], mask_mode)[0]
+
+
+def closed_forms(X: Any, m: float, patches: Any, ks: Sequence[int], mask_mode: str = "bernoulli") -> list[ClosedForm]:
+    """:func:`closed_form` at every rank in ``ks`` from one eigendecomposition (the rank only selects how many
+    eigenvectors are kept): the same numbers as one :func:`closed_form` call per rank, at the cost of one."""
     X = _data(X)
     d = X.shape[1]
-    positive_int("k", k)
-    if k > d:
-        raise ParameterError("k", f"an integer in [1, d={d}]", k)
+    ks = _ranks(ks, d)
     mats = mae_matrices(X, m, patches, mask_mode)
     evals, evecs = np.linalg.eigh(mats["C"])
     order = np.argsort(evals)[::-1]
     evals, evecs = evals[order], evecs[:, order]
-    U = evecs[:, :k]
-    A = mats["V_pinv"] @ mats["S"] @ U
-    B = U.T.copy()
-    min_loss = float(np.trace(mats["S"]) - mats["q"] * evals[:k].sum())
-    return ClosedForm(A, B, min_loss, evals)
+    out = []
+    for k in ks:
+        U = evecs[:, :k]
+        A = mats["V_pinv"] @ mats["S"] @ U
+        B = U.T.copy()
+        min_loss = float(np.trace(mats["S"]) - mats["q"] * evals[:k].sum())
+        out.append(ClosedForm(A, B, min_loss, evals))
+    return out
+
+
+def _ranks(ks: Any, d: int) -> list[int]:
+    if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks:
+        raise ParameterError("ks", "a non-empty sequence of ranks", ks)
+    for k in ks:
+        positive_int("k", k)
+        if k > d:
+            raise ParameterError("k", f"an integer in [1, d={d}]", k)
+    return list(ks)
 
 
 def principal_angles(U: Any, V: Any, degrees: bool = False) -> np.ndarray:
@@ -365,7 +385,8 @@ def train_linear_mae(
     loss divided by n (full-batch gradient descent on the expectation). The learning rate follows a cosine decay
     to 0 when ``cosine``. Everything (init, masks, minibatches) is drawn from ``seed``. ``init=(A, B)`` starts
     from given factors instead of the random ``init_scale`` Gaussian (e.g. to polish a sampled-mask fit with the
-    exact expected-loss gradient).
+    exact expected-loss gradient). In a dry run (:func:`maelab._util.dry_run_limits`) at most ``train_steps``
+    steps are made.
     """
     import torch
 
@@ -374,7 +395,7 @@ def train_linear_mae(
     ids, num = _patches(patches, d)
     q, rho = mask_moments(m, num, mask_mode)
     positive_int("k", k)
-    positive_int("steps", steps)
+    steps = dry_cap(positive_int("steps", steps), "train_steps")  # a dry run: a couple of steps
     in_range("lr", lr, 0.0, None, low_open=True)
     one_of("objective", objective, ("sampled", "expected"))
     positive_int("record_every", record_every)
@@ -454,12 +475,16 @@ def dae_closed_form(X: Any, sigma: float, k: int) -> ClosedForm:
     BLAS pool limited to one thread (``maelab._util.blas_limit``; small eigendecompositions are much slower
     with several threads on a busy machine, and the stored results were computed so).
     """
+    return dae_closed_forms(X, sigma, [k])[0]
+
+
+def dae_closed_forms(X: Any, sigma: float, ks: Sequence[int]) -> list[ClosedForm]:
+    """:func:`dae_closed_form` at every rank in ``ks`` from one eigendecomposition: the same numbers as one call
+    per rank, at the cost of one."""
     X = _data(X)
     n, d = X.shape
     sigma = in_range("sigma", sigma, 0.0)
-    positive_int("k", k)
-    if k > d:
-        raise ParameterError("k", f"an integer in [1, d={d}]", k)
+    ks = _ranks(ks, d)
     with blas_limit(1):
         if sigma == 0 and np.linalg.matrix_rank(X) < d:
             raise ParameterError("sigma", f"> 0 when X has rank < d={d} (X^T X is then singular)", sigma)
@@ -469,6 +494,10 @@ def dae_closed_form(X: Any, sigma: float, k: int) -> ClosedForm:
         C = S @ VinvS
         evals, evecs = np.linalg.eigh((C + C.T) / 2)
         order = np.argsort(evals)[::-1]
-        evals, U = evals[order], evecs[:, order[:k]]
-        A = VinvS @ U
-    return ClosedForm(A, U.T.copy(), float(np.trace(S) - evals[:k].sum()), evals)
+        evals = evals[order]
+        out = []
+        for k in ks:
+            U = evecs[:, order[:k]]
+            A = VinvS @ U
+            out.append(ClosedForm(A, U.T.copy(), float(np.trace(S) - evals[:k].sum()), evals))
+    return out

@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
+from ._util import dry_run_limits
 from ._validate import ParameterError, in_range, is_bool, one_of, positive_int
 from .masking import patchify, restore, unpatchify
 
@@ -391,6 +392,8 @@ def tsne(
         raise ParameterError("features", "at least 4 rows", (n, x.shape[1]))
     in_range("perplexity", perplexity, 0.0, n, low_open=True, high_open=True)
     positive_int("max_iter", max_iter, minimum=250)
+    if dry_run_limits() is not None:  # dry run (maelab._util.dry_run_limits): scikit-learn's fewest iterations
+        max_iter = 250
     if pca_dims is not None:
         positive_int("pca_dims", pca_dims, minimum=2)
         if pca_dims < min(x.shape):

@@ -37,10 +37,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ._util import DryRunLimits, dry_run_limits
 from ._validate import ParameterError, in_range, one_of, positive_int
 from ._validate import is_bool as _is_bool
 
@@ -196,11 +198,38 @@ def divides(name: str, values: Any, total: int, total_name: str) -> None:
             raise ParameterError(where, f"a divisor of {total_name}={total}", p)
 
 
-def setting(default: Any, doc: str, check: Check | None = None) -> Any:
-    """A settings field: its ``cpu`` default, its one-line meaning and an optional value check."""
+def setting(default: Any, doc: str, check: Check | None = None, *, repeats: bool = False) -> Any:
+    """A settings field: its ``cpu`` default, its one-line meaning and an optional value check.
+
+    ``repeats=True`` declares a number or list of independent repetitions (seeds, mask draws, random images per
+    estimate, Monte-Carlo samples): a dry run cuts it to :attr:`maelab._util.DryRunLimits.repeats` (see
+    :func:`dry_run_value`). A field named as :data:`REPEAT_FIELD_NAMES` says (``seeds``, ``mc_draws``, ``n_masks``)
+    is one whether declared or not. Never declare a field that sets a model, an image side or a sweep: those a dry
+    run keeps exactly.
+    """
     if not isinstance(doc, str) or not doc.strip() or "\n" in doc.strip():
         raise ParameterError("doc", "a one-line description", doc)
-    return dataclasses.field(default=freeze(default), metadata={"doc": doc.strip(), "check": check})
+    if not isinstance(repeats, bool):
+        raise ParameterError("repeats", "True or False", repeats)
+    return dataclasses.field(default=freeze(default), metadata={"doc": doc.strip(), "check": check, "repeats": repeats})
+
+
+#: Names that make a field a repetitions field (:meth:`NotebookSettings.repeat_fields`) in every notebook's settings,
+#: declared or not: ``seeds`` and ``*_seeds`` (independent runs), ``*_draws`` (Monte-Carlo draws), ``n_masks`` and
+#: ``*n_masks*`` (random masks per estimate).
+REPEAT_FIELD_NAMES = re.compile(r"(.+_)?seeds|.+_draws|(.*_)?n_masks(_.+)?")
+
+
+def dry_run_value(value: Any, cap: int) -> Any:
+    """A repetitions setting under a dry run's cap: a list or tuple keeps its first ``cap`` items, a number
+    becomes ``min(value, cap)``, a per-key dict caps each value; anything else (None, a string) is unchanged."""
+    if isinstance(value, Mapping):
+        return FrozenDict({k: dry_run_value(v, cap) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(value[:cap])
+    if isinstance(value, int) and not isinstance(value, bool):
+        return min(value, cap)
+    return value
 
 
 # ----------------------------------------------------------------------------------------------- settings classes
@@ -237,13 +266,41 @@ class NotebookSettings:
         return {"smoke": cls.SMOKE, "cpu": {}, "gpu": cls.GPU}[profile]
 
     @classmethod
+    def repeat_fields(cls) -> tuple[str, ...]:
+        """The fields a dry run caps: declared ``setting(..., repeats=True)`` or named as
+        :data:`REPEAT_FIELD_NAMES` says."""
+        return tuple(
+            f.name
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            if f.metadata.get("repeats") or REPEAT_FIELD_NAMES.fullmatch(f.name)
+        )
+
+    @classmethod
     def for_profile(cls, profile: str, **params: Any) -> NotebookSettings:
-        """The settings of ``profile``, with ``params`` (notebook parameters naming fields) applied on top."""
+        """The settings of ``profile``, with ``params`` (notebook parameters naming fields) applied on top.
+
+        In a dry run (:func:`maelab._util.dry_run_limits`) the profile's values are checked first, as they are,
+        and then the :meth:`repeat_fields` are cut to the dry run's ``repeats`` (:meth:`dry_run`): a gpu setting
+        that cannot run fails the dry run whatever the cap.
+        """
         allowed = cls.field_names()
         for k in params:
             if k not in allowed:
                 raise ParameterError(k, f"a setting of {cls.__name__} (" + ", ".join(allowed) + ")", params[k])
-        return cls(**{**cls.overrides(profile), **params})
+        full = cls(**{**cls.overrides(profile), **params})
+        dry = dry_run_limits()
+        return full if dry is None else full.dry_run(dry.repeats)
+
+    def dry_run(self, cap: int) -> NotebookSettings:
+        """These settings with every :meth:`repeat_fields` value cut to ``cap`` repetitions (checked again: a
+        field whose check needs more than ``cap`` values fails here, naming it)."""
+        changed = {n: dry_run_value(getattr(self, n), cap) for n in self.repeat_fields()}
+        try:
+            return dataclasses.replace(self, **changed)  # type: ignore[type-var]
+        except ParameterError as e:
+            raise ParameterError(
+                f"{type(self).__name__} repeats field", f"valid with {cap} repetitions in a dry run ({e})", changed
+            ) from None
 
     def pick(self, *names: str) -> dict[str, Any]:
         """``{name: value}`` for the named settings: what a result's config lists as the settings it reads."""
@@ -276,7 +333,7 @@ def notebook_settings(cls: type) -> type:
             if key not in names:
                 raise ParameterError(f"{cls.__name__}.{attr} key", "a field (" + ", ".join(names) + ")", key)
     for profile in PROFILE_NAMES:
-        cls.for_profile(profile)
+        cls.for_profile(profile).dry_run(DryRunLimits().repeats)  # the dry run's cut must be valid too
     return cls
 
 

@@ -20,7 +20,16 @@ from .._util import dry_run_limits, pbar, seed_everything
 from .._validate import ParameterError
 from .config import FineTuneConfig
 from .distributed import _Runtime
-from .loop import _accuracy, _data_tensors, _dry_steps, _log_every, _LossLog, _num_classes, _optimizer_step
+from .loop import (
+    _accuracy,
+    _data_tensors,
+    _dry_steps,
+    _evaluates,
+    _log_every,
+    _LossLog,
+    _num_classes,
+    _optimizer_step,
+)
 from .schedule import param_groups
 from .seeds import _AUG, _GLOBAL, _HEAD, _derive_seed, _epoch_permutation
 
@@ -122,7 +131,7 @@ def _finetune_epoch(
     sums = rt.all_reduce_sum(sums).tolist()
     done = epoch + 1
     te = None
-    if done % cfg.eval_every == 0 or done == cfg.epochs:
+    if _evaluates(done, cfg.eval_every, cfg.epochs):
         clf.eval()
         te = _accuracy(
             lambda z: clf.encoder.forward_features(z, pool=cfg.pool),

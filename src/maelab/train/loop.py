@@ -10,9 +10,10 @@
   small and :func:`~maelab.train.train` reads in one screen.
 * ``_LossLog`` keeps the loss terms on the device: the step loop reads them back (one host sync) only every
   ``log_every`` steps and at the end of the epoch, and the NaN stop names the first non-finite step.
-* In a dry run (``maelab._util.dry_run_limits``) a run makes at most ``train_steps`` optimiser steps in all;
-  the remaining epochs still end (evaluation on a few images, callbacks, snapshots) with no step, and only the
-  last epoch writes a checkpoint.
+* In a dry run (``maelab._util.dry_run_limits``) a run makes at most ``train_steps`` optimiser steps in all, each
+  on the first ``train_batch`` images of its batch;
+  the remaining epochs still end (callbacks, snapshots) with no step, the online probe is evaluated (on a few
+  images) at the first evaluation epoch and the last only, and only the last epoch writes a checkpoint.
 """
 
 from __future__ import annotations
@@ -93,6 +94,14 @@ def _accuracy(
         correct += (logits.argmax(1) == labels[s : s + x.shape[0]]).sum()
     tot = rt.all_reduce_sum(torch.stack([correct, torch.tensor(float(hi - lo), dtype=torch.float64, device=rt.device)]))
     return float(tot[0] / tot[1])
+
+
+def _evaluates(done: int, every: int, epochs: int) -> bool:
+    """Whether the epoch ending with ``done`` completed epochs evaluates: every ``every`` epochs and after the
+    last; in a dry run (``maelab._util.dry_run_limits``) only the first of those and the last."""
+    if not (done % every == 0 or done == epochs):
+        return False
+    return dry_run_limits() is None or done in (min(every, epochs), epochs)
 
 
 def _check_loss(values: Sequence[float], *, epoch: int, epochs: int, it: int, iters: int, lr: float) -> None:
@@ -195,7 +204,8 @@ def _optimizer_step(
         g["lr"] = lr * g.get("lr_scale", 1.0)
     bsz = cfg.batch_size
     s = it * bsz * rt.world + rt.rank * bsz
-    idx = perm[s : s + bsz]
+    dry = dry_run_limits()
+    idx = perm[s : s + (bsz if dry is None else min(bsz, dry.train_batch))]  # a dry run: the slot's first images
     x = images[idx]
     if cfg.augment:
         x = random_resized_crop_flip(x, aug_gen, scale=cfg.crop_scale, ratio=cfg.crop_ratio, hflip=cfg.hflip)
@@ -388,7 +398,7 @@ def _end_epoch(run: _Run, done: int, acc: _Acc, bar) -> None:
         c = rt.all_reduce_sum(run.probe_counts.clone()).tolist()
         online = c[0] / c[1] if c[1] else None
     ev = None
-    if run.eval_images is not None and (done % cfg.eval_every == 0 or done == cfg.epochs):
+    if run.eval_images is not None and _evaluates(done, cfg.eval_every, cfg.epochs):
         base.eval()
         head.eval()
         ev = _accuracy(

@@ -9,8 +9,9 @@ notebooks and ``scripts/check_cost_model.py``, which checks the model against th
   modelled.
 * ``bisulco_sweeps``: the encoder x decoder depth grid (seeds[0]), the key column for the other seeds (snapshots;
   fine-tuning of seeds[0]) and the mask x patch grid (identical cells run once), each
-  :func:`maelab.experiments.pretrain_and_evaluate`; the per-step timings (``cost_reps`` steps per grid
-  configuration), the snapshot probes and the CKA features are not modelled (each well under a minute on a GPU).
+  :func:`maelab.experiments.pretrain_and_evaluate` (with its probe and k-NN); the per-step timings (``cost_reps``
+  steps per grid configuration), the snapshot probes and the CKA features are not modelled (each well under a
+  minute on a GPU).
 * ``masking``, ``bisulco_linear_mae``, ``bisulco_ising``: no neural network is trained (numpy / small torch linear
   algebra on the CPU): no planned runs, "negligible" in the plan tables; their measured cpu wall times are in the
   committed results' provenance.
@@ -44,7 +45,9 @@ def jacobian_runs(profile: str) -> list[PlannedRun]:
             warmup_epochs=S.warmup_epochs,
             mask_ratio=m,
         )
-        run = PlannedRun.from_spec(spec, label=f"MAE m={m:g} p={p}", repeats=len(S.seeds), online_eval=False)
+        run = PlannedRun.from_spec(
+            spec, label=f"MAE m={m:g} p={p}", repeats=len(S.seeds), online_eval=False, pipeline_eval=False
+        )
         runs.append(PlannedRun(**{**{f: getattr(run, f) for f in run.__dataclass_fields__}, "eval_images": 0}))
     return runs
 

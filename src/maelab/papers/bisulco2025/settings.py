@@ -54,10 +54,12 @@ class MaskingSettings(NotebookSettings):
 
     D: int = setting(256, "length of the 1-D signals of the identity check", is_int(2))
     patch_sizes_1d: tuple = setting([2, 4, 8, 16, 32], "pulse widths p of the identity check", is_list(is_int()))
-    n_masks_1d: int = setting(200, "random masks per patch size in the identity check", is_int())
+    n_masks_1d: int = setting(200, "random masks per patch size in the identity check", is_int(), repeats=True)
     crop: int = setting(128, "side of the photo crops of the 2-D spectra (pixels)", is_int(2))
-    n_crops: int = setting(64, "photo crops (>= 2: the smoothing claim has error bars over crops)", is_int(2))
-    n_mask_draws: int = setting(16, "masks drawn per crop and patch size", is_int())
+    n_crops: int = setting(
+        64, "photo crops (>= 2: the smoothing claim has error bars over crops)", is_int(2), repeats=True
+    )
+    n_mask_draws: int = setting(16, "masks drawn per crop and patch size", is_int(), repeats=True)
     mask_ratio: float = setting(0.5, "mask ratio of the 2-D spectra, in (0, 1)", is_ratio())
     patch_sizes_2d: tuple = setting(
         [4, 8, 16],
@@ -113,14 +115,14 @@ class BisulcoLinearMAESettings(NotebookSettings):
         is_choice("natural", "mnist10k", "shapes"),
     )
     crop: int = setting(12, "crop side in pixels (d = crop^2)", is_int(4))
-    n: int = setting(1000, "crops", is_int(2))
+    n: int = setting(1000, "crops (samples of the data distribution)", is_int(2), repeats=True)
     mask_ratios: tuple = setting([0.25, 0.5, 0.75], "Lemma 1: mask ratios", is_list(is_ratio()))
     patch_sizes: tuple = setting(
         [2, 3, 4, 6],
         "Lemma 1 and the spectrum: patch sizes (divide crop)",
         is_list(is_int(), min_len=2, increasing=True, why="the spectrum compares them"),
     )
-    mc_draws: int = setting(500, "Monte-Carlo mask draws per (m, p)", is_int(2))
+    mc_draws: int = setting(500, "Monte-Carlo mask draws per (m, p)", is_int(2), repeats=True)
     k: int = setting(3, "rank of the linear MAE", is_int())
     thm1_configs: tuple = setting(
         [[0.25, 3], [0.5, 4], [0.75, 6]], "Theorem 1: (mask ratio, patch size) pairs", is_list(_pair)
@@ -140,7 +142,9 @@ class BisulcoLinearMAESettings(NotebookSettings):
         "Lemmas 4-6: mask ratios (p = 4)",
         is_list(is_ratio(), min_len=2, increasing=True, why=_SERIES),
     )
-    taylor_draws: int = setting(200, "Lemmas 4-5: Monte-Carlo draws of the tanh autoencoder's loss", is_int(2))
+    taylor_draws: int = setting(
+        200, "Lemmas 4-5: Monte-Carlo draws of the tanh autoencoder's loss", is_int(2), repeats=True
+    )
 
     def validate(self) -> None:
         divides("patch_sizes", self.patch_sizes, self.crop, "crop")
@@ -172,7 +176,7 @@ class BisulcoIsingSettings(NotebookSettings):
     GPU = {"n": 8000, "seeds": [0, 1, 2, 3, 4]}
 
     L: int = setting(32, "side of the Ising lattice", is_int(4))
-    n: int = setting(2000, "samples per seed", is_int(2))
+    n: int = setting(2000, "Monte-Carlo samples of the lattice per seed", is_int(2), repeats=True)
     seeds: tuple = setting(
         [0, 1, 2], "independent sample sets (>= 2 for the paired claims; 1 is allowed)", is_list(is_int(0))
     )
@@ -269,7 +273,7 @@ class BisulcoJacobiansSettings(NotebookSettings):
         [0.05, 0.1, 0.2], "linear part: DAE noise sigmas (pixel units)", is_list(is_number(0.0, low_open=True))
     )
     lin_margin: int = setting(6, "linear part: margin of the central output pixels", is_int(0))
-    lin_seeds: tuple = setting([0, 1, 2], "linear part: data seeds (>= 2 for s.e.)", is_list(is_int(0)))
+    lin_seeds: tuple = setting([0, 1, 2], "linear part: data seeds (>= 2 for s.e.)", is_list(is_int(0)), repeats=True)
     lin_datasets: tuple = setting(
         ["natural", "shapes"], "linear part: datasets", is_list(is_choice("natural", "shapes", "mnist10k"))
     )
@@ -294,8 +298,8 @@ class BisulcoJacobiansSettings(NotebookSettings):
         [4, 8, 16], "patch sizes of the nonlinear sweep (+ patch_size; divide img_size)", is_list(is_int())
     )
     snapshot_epochs: tuple = setting([0, 1, 2, 4, 8, 16], "epochs of the main model's snapshots", is_list(is_int(0)))
-    n_images: int = setting(128, "held-out crops per model (>= 2 for the s.e. over images)", is_int(2))
-    n_pixels: int = setting(4, "masked output pixels per crop", is_int())
+    n_images: int = setting(128, "held-out crops per model (>= 2 for the s.e. over images)", is_int(2), repeats=True)
+    n_pixels: int = setting(4, "masked output pixels per crop", is_int(), repeats=True)
     q: float = setting(0.5, "mass fraction of the half-mass radius", is_number(0.0, 1.0, low_open=True, high_open=True))
     seeds: tuple = setting([0], "training seeds of the nonlinear MAEs (1: s.e. over test images)", is_list(is_int(0)))
 
@@ -395,7 +399,7 @@ class BisulcoSweepsSettings(NotebookSettings):
     )
     finetune_epochs: int = setting(2, "fine-tuning epochs of the key column's first seed", is_int(0))
     cost_batch: int = setting(64, "batch size of the per-step cost measurement", is_int())
-    cost_reps: int = setting(5, "repetitions of the per-step timing (the minimum is kept)", is_int())
+    cost_reps: int = setting(5, "repetitions of the per-step timing (the minimum is kept)", is_int(), repeats=True)
     cka_images: int = setting(1000, "test images of the CKA comparison", is_int(2))
 
     def validate(self) -> None:

@@ -54,8 +54,6 @@ def step_cost(spec: experiments.PretrainSpec, *, batch_size: int | None = None, 
     batch_size = positive_int("batch_size", spec.batch_size if batch_size is None else batch_size)
     positive_int("reps", reps)
     positive_int("warmup", warmup, minimum=0)
-    if dry_run_limits() is not None:  # dry run: one timed step
-        reps, warmup = 1, 0
     model = experiments.build_model(spec).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     g = torch.Generator().manual_seed(spec.seed)
@@ -63,6 +61,14 @@ def step_cost(spec: experiments.PretrainSpec, *, batch_size: int | None = None, 
     ratio = spec.mask_ratio
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
+
+    if dry_run_limits() is not None:  # dry run: one step, counted and timed at once
+        counter = FlopCounterMode(display=False)
+        w0, c0 = time.perf_counter(), time.process_time()
+        with sdpa_kernel(SDPBackend.MATH), counter:
+            _one_step(model, opt, x, ratio, g)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        return {"flops": int(counter.get_total_flops()), "wall_s": wall, "cpu_s": cpu, "batch_size": batch_size}
 
     with sdpa_kernel(SDPBackend.MATH):
         counter = FlopCounterMode(display=False)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...cost import PlannedRun
+from ...cost import EvalJob, PlannedRun
 from ...experiments import PretrainSpec
 from ...profiles import settings
+from .regime import POOLS
 
 
 def _per_ds(v, ds):
@@ -46,6 +47,7 @@ def umae_runs(profile: str) -> list[PlannedRun]:
             mask_ratio=S.mask_ratio,
         )
         rank_eps = sorted({e for e in S.rank_epochs if e <= ep} | {0, ep})
+        fits = 1 if S.probe_cs is not None and len(S.probe_cs) == 1 else (len(S.probe_cs) + 1 if S.probe_cs else 0)
         extra = (n_tr + S.n_test) + 2 * len(rank_eps) * S.n_test  # the second pooling; ranks (both pools)
         over = {**S.model_overrides}
         for name, fields in (
@@ -60,6 +62,8 @@ def umae_runs(profile: str) -> list[PlannedRun]:
                     repeats=len(S.seeds),
                     extra_eval_images=extra,
                     finetune_epochs=S.finetune_epochs,
+                    pools=len(POOLS),
+                    probe_fits=fits,
                 )
             )
         runs.append(
@@ -71,6 +75,10 @@ def umae_runs(profile: str) -> list[PlannedRun]:
                 channels=base.channels,
                 eval_images=2 * (n_tr + S.n_test),
                 repeats=len(S.seeds),
+                jobs=(
+                    EvalJob("logreg", n_tr, S.n_test, count=len(POOLS), fits=fits),
+                    EvalJob("knn", n_tr, S.n_test, count=len(POOLS)),
+                ),
             )
         )
     return runs
@@ -139,7 +147,9 @@ def mask_graph_runs(profile: str) -> list[PlannedRun]:
 
 def regime_runs(profile: str) -> list[PlannedRun]:
     """``zhang_regime``: MAE and U-MAE per seed (official-code choices, the notebook's patch size), no fine-tuning;
-    each evaluated snapshot extracts features of the probe's training images and of the test images."""
+    each evaluated snapshot extracts features of the probe's training images and of the test images for both
+    poolings and fits a torch logistic-regression probe and a 20-NN on each (:func:`.regime.snapshot_row`); the
+    raw-pixel probe and 20-NN once per seed (:func:`.regime.raw_pixel_row`)."""
     S = settings("zhang_regime", profile)
     over = {"patch_size": S.patch_size}
     n_probe = S.probe_n_train if S.probe_n_train is not None else S.n_train
@@ -160,10 +170,22 @@ def regime_runs(profile: str) -> list[PlannedRun]:
             warmup_epochs=S.warmup_epochs,
             mask_ratio=S.mask_ratio,
         )
-        snapshots = len(S.curve_epochs) * (n_probe + S.n_test)
+        # snapshots evaluated: every curve epoch for MAE; U-MAE shares MAE's epoch 0 (the same initial weights)
+        snaps = len(S.curve_epochs) - (model == "umae")
+        per_pool = (
+            EvalJob("logreg_torch", n_probe, S.n_test, count=snaps * len(POOLS)),
+            EvalJob("knn", n_probe, S.n_test, count=snaps * len(POOLS)),
+        )
+        raw = (EvalJob("logreg_torch", n_probe, S.n_test, dim=28 * 28), EvalJob("knn", n_probe, S.n_test, dim=28 * 28))
         runs.append(
             PlannedRun.from_spec(
-                spec, label=label, repeats=len(S.seeds), extra_eval_images=snapshots, finetune_epochs=0
+                spec,
+                label=label,
+                repeats=len(S.seeds),
+                extra_eval_images=snaps * len(POOLS) * (n_probe + S.n_test),
+                finetune_epochs=0,
+                pipeline_eval=False,
+                jobs=per_pool + (raw if model == "mae" else ()),
             )
         )
     return runs

@@ -87,7 +87,7 @@ class ZhangMaskGraphSettings(NotebookSettings):
         is_list(is_ratio(zero=True), min_len=2, increasing=True, why="the Fig. 2b claims need a series"),
     )
     n_pairs: int = setting(300, "intra- and inter-class image pairs per seed", is_int())
-    n_mask_draws: int = setting(4, "sampled masks per pair and rho (the Monte-Carlo curve)", is_int())
+    n_mask_draws: int = setting(4, "sampled masks per pair and rho (the Monte-Carlo curve)", is_int(), repeats=True)
     seeds: tuple = setting(
         [0, 1, 2, 3, 4], "independent samples of pairs and masks (>= 2 for s.e.; 1 is allowed)", is_list(is_int(0))
     )
@@ -103,7 +103,9 @@ class ZhangMaskGraphSettings(NotebookSettings):
     collapse_mask_ratios: tuple = setting(
         [0.5, 0.75], "Theorem 3.6: mask ratios of the collapsed decoders", is_list(is_ratio())
     )
-    collapse_seeds: tuple = setting([0, 1, 2], "Theorem 3.6: seeds of the collapsed decoders", is_list(is_int(0)))
+    collapse_seeds: tuple = setting(
+        [0, 1, 2], "Theorem 3.6: seeds of the collapsed decoders", is_list(is_int(0)), repeats=True
+    )
     mae_epochs: int = setting(10, "Theorem 3.6: epochs of the normal micro MAE", is_int())
 
     def validate(self) -> None:
@@ -360,7 +362,9 @@ class ZhangRegime(NotebookSettings):
         ["fashion_mnist", "mnist"], "datasets the zhang_umae re-run must cover (for the budget)", is_list(is_str())
     )
     timing_patches: tuple = setting([4, 7], "patch sizes whose training throughput is measured", is_list(is_int()))
-    timing_steps: int = setting(10, "timed training steps per patch size (after 2 warm-up steps)", is_int())
+    timing_steps: int = setting(
+        10, "timed training steps per patch size (after 2 warm-up steps)", is_int(), repeats=True
+    )
 
     def validate(self) -> None:
         if self.curve_epochs[0] != 0 or self.curve_epochs[-1] != self.epochs:
