@@ -143,10 +143,16 @@ def test_dry_run_caps_optimiser_steps(monkeypatch, tmp_path):
     res = train(m, data(), cfg(epochs=3, snapshot_epochs=(0, 3)), device="cpu", progress=False)
     assert m.calls == 2  # 2 optimiser steps in all, over 3 epochs of 8
     assert [h["epoch"] for h in res.history] == [1, 2, 3] and set(res.snapshots) == {0, 3}
-    assert res.history[2]["loss"] != res.history[2]["loss"]  # the step-less epoch's mean is NaN
+    # the step-less epochs carry the last measured losses (code reading "the last epoch's loss" runs as in a real
+    # run), and say they made no step: no learning rate, no throughput
+    h = res.history
+    assert all(x == x for x in (h[0]["loss"], h[0]["loss_rec"])) and h[0]["loss"] > 0
+    assert [e["loss"] for e in h[1:]] == [h[0]["loss"]] * 2 and h[2]["loss_rec"] == h[0]["loss_rec"]
+    assert h[2]["lr"] != h[2]["lr"]
     ft_cfg = FineTuneConfig(epochs=2, batch_size=8, warmup_epochs=1)
     ft = fine_tune(res.model, data(), data(32, seed=1), ft_cfg, device="cpu", progress=False)
-    assert len(ft.history) == 2 and ft.history[1]["loss"] != ft.history[1]["loss"]
+    assert len(ft.history) == 2 and ft.history[0]["loss"] > 0 and ft.history[1]["loss"] == ft.history[0]["loss"]
+    assert ft.history[1]["lr"] != ft.history[1]["lr"]
 
 
 def test_compile_flag_is_validated():

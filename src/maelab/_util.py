@@ -72,10 +72,10 @@ class DryRunLimits:
     """
 
     train_steps: int = 2
-    train_batch: int = 8
-    eval_images: int = 32
+    train_batch: int = 4
+    eval_images: int = 4
     probe_examples: int = 64
-    probe_iters: int = 20
+    probe_iters: int = 3
     mc_samples: int = 8
     repeats: int = 2
 

@@ -379,7 +379,7 @@ class Device:
     ``flops_per_s``: achieved FLOP/s (a constant); ``op_overhead_s``: floor per op; ``curve``: optional
     {kind: ((flops_per_step, achieved FLOP/s), ...)} measured points (kind "train" or "eval"), interpolated
     log-log in FLOPs per step and clamped at the ends (used instead of ``flops_per_s`` when given); ``probes``:
-    the measured probe workloads of a CPU calibration (:data:`PROBE_WORKLOADS`), which :func:`probe_seconds` scales.
+    the measured probe workloads of a CPU calibration (``PROBE_WORKLOADS``), which :func:`probe_seconds` scales.
     """
 
     name: str
@@ -648,7 +648,7 @@ def _op_seconds(batch: int = 2, reps: int = 10) -> float:
 
 
 def _probe_points(reps: int = 2) -> tuple:
-    """Seconds of each :data:`PROBE_WORKLOADS` workload on this CPU: the smaller of its fastest wall time over
+    """Seconds of each ``PROBE_WORKLOADS`` workload on this CPU: the smaller of its fastest wall time over
     ``reps`` runs and its median process CPU time (all threads). On a machine shared with other jobs a probe's wall
     time measures their load too, while its CPU time does not; on an idle machine a multi-threaded probe's wall
     time is the smaller."""
@@ -763,7 +763,7 @@ class EvalJob:
     "logreg" (:func:`maelab.evaluate.linear_probe` with scikit-learn, C from ``DEFAULT_CS`` on a validation
     split), "logreg_torch" (the same with :mod:`maelab.logreg`) or "knn" (:func:`maelab.evaluate.knn_accuracy`),
     on ``n_train`` / ``n_test`` examples of ``dim`` features (0: the run's model's embedding width). ``fits``: the
-    logistic regressions one probe fits (default :data:`GRID_FITS`: one per C of the default grid on the validation
+    logistic regressions one probe fits (default ``GRID_FITS``: one per C of the default grid on the validation
     split, then the final one; 1 with a fixed C)."""
 
     kind: str
@@ -789,7 +789,7 @@ def _newton(dim: int, classes: int = 10) -> bool:
 
 def probe_seconds(job: EvalJob, device: Device) -> float:
     """Seconds of one ``job`` (``dim`` resolved) on ``device``, scaled from the device's measured probe workload of
-    the same kind and solver (:data:`PROBE_WORKLOADS`) by the work the solver does per iteration:
+    the same kind and solver (``PROBE_WORKLOADS``) by the work the solver does per iteration:
 
     * k-NN: the distance matrix, ``n_train * n_test * dim``;
     * scikit-learn logistic regression (L-BFGS): gradients, ``n_train * dim``;

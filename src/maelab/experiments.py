@@ -81,8 +81,8 @@ class PretrainSpec:
         return d
 
     def init_config(self) -> dict:
-        """:meth:`to_config` without the fields only pre-training reads (:data:`TRAINING_FIELDS`): what the untrained
-        model and its frozen evaluation depend on (the config of a random-init reference, see
+        """:meth:`PretrainSpec.to_config` without the fields only pre-training reads (:data:`TRAINING_FIELDS`):
+        what the untrained model and its frozen evaluation depend on (the config of a random-init reference, see
         :func:`random_init_evaluate`)."""
         return {k: v for k, v in self.to_config().items() if k not in TRAINING_FIELDS}
 

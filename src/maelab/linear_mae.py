@@ -385,7 +385,7 @@ def train_linear_mae(
     loss divided by n (full-batch gradient descent on the expectation). The learning rate follows a cosine decay
     to 0 when ``cosine``. Everything (init, masks, minibatches) is drawn from ``seed``. ``init=(A, B)`` starts
     from given factors instead of the random ``init_scale`` Gaussian (e.g. to polish a sampled-mask fit with the
-    exact expected-loss gradient). In a dry run (:func:`maelab._util.dry_run_limits`) at most ``train_steps``
+    exact expected-loss gradient). In a dry run (``maelab._util.dry_run_limits``) at most ``train_steps``
     steps are made.
     """
     import torch

@@ -202,7 +202,7 @@ def setting(default: Any, doc: str, check: Check | None = None, *, repeats: bool
     """A settings field: its ``cpu`` default, its one-line meaning and an optional value check.
 
     ``repeats=True`` declares a number or list of independent repetitions (seeds, mask draws, random images per
-    estimate, Monte-Carlo samples): a dry run cuts it to :attr:`maelab._util.DryRunLimits.repeats` (see
+    estimate, Monte-Carlo samples): a dry run cuts it to ``maelab._util.DryRunLimits.repeats`` (see
     :func:`dry_run_value`). A field named as :data:`REPEAT_FIELD_NAMES` says (``seeds``, ``mc_draws``, ``n_masks``)
     is one whether declared or not. Never declare a field that sets a model, an image side or a sweep: those a dry
     run keeps exactly.
@@ -279,7 +279,7 @@ class NotebookSettings:
     def for_profile(cls, profile: str, **params: Any) -> NotebookSettings:
         """The settings of ``profile``, with ``params`` (notebook parameters naming fields) applied on top.
 
-        In a dry run (:func:`maelab._util.dry_run_limits`) the profile's values are checked first, as they are,
+        In a dry run (``maelab._util.dry_run_limits``) the profile's values are checked first, as they are,
         and then the :meth:`repeat_fields` are cut to the dry run's ``repeats`` (:meth:`dry_run`): a gpu setting
         that cannot run fails the dry run whatever the cap.
         """

@@ -217,6 +217,9 @@ def fine_tune(
                     budget=budget,
                 )
             )
+            if history[-1]["loss"] != history[-1]["loss"] and len(history) > 1 and budget[0] == 0:
+                # a dry run's step-less epoch: the weights did not change, it carries the last measured loss
+                history[-1].update({k: history[-2][k] for k in ("loss", "train_acc")})
             bar.set_postfix(epoch=epoch + 1, loss=f"{history[-1]['loss']:.4f}", refresh=False)
     finally:
         bar.close()

@@ -424,6 +424,10 @@ def _end_epoch(run: _Run, done: int, acc: _Acc, bar) -> None:
         "seconds": acc.seconds,
         "images_per_s": done_iters * run.global_batch / acc.seconds if acc.seconds > 0 else float("nan"),
     }
+    if not acc.steps and run.history:
+        # a dry run's step-less epoch (its steps are capped over the whole run): the weights did not change, so it
+        # carries the last measured losses, and code reading "the last epoch's loss" runs as in a real run
+        rec.update({k: run.history[-1][k] for k in ("loss", "loss_rec", "loss_unif")})
     run.history.append(rec)
     bar.set_postfix(epoch=done, loss=f"{rec['loss']:.4f}", refresh=False)
     for cb in run.callbacks:

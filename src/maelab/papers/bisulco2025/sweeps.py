@@ -49,11 +49,15 @@ def step_cost(spec: experiments.PretrainSpec, *, batch_size: int | None = None, 
     Returns ``flops`` (forward + backward, counted once; the optimiser update is not counted),
     ``wall_s`` and ``cpu_s`` (minimum over ``reps`` timed steps after ``warmup`` untimed ones; ``cpu_s`` is this
     process's CPU time, summed over its threads), ``batch_size``. The model is freshly initialised from the spec
-    (training state does not change the cost).
+    (training state does not change the cost). A dry run (``maelab._util.dry_run_limits``) counts and times one
+    step of ``DryRunLimits.train_batch`` images.
     """
     batch_size = positive_int("batch_size", spec.batch_size if batch_size is None else batch_size)
     positive_int("reps", reps)
     positive_int("warmup", warmup, minimum=0)
+    dry = dry_run_limits()
+    if dry is not None:  # dry run: one step on the first train_batch images of the batch, counted and timed at once
+        batch_size = min(batch_size, dry.train_batch)
     model = experiments.build_model(spec).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     g = torch.Generator().manual_seed(spec.seed)
@@ -62,7 +66,7 @@ def step_cost(spec: experiments.PretrainSpec, *, batch_size: int | None = None, 
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    if dry_run_limits() is not None:  # dry run: one step, counted and timed at once
+    if dry is not None:
         counter = FlopCounterMode(display=False)
         w0, c0 = time.perf_counter(), time.process_time()
         with sdpa_kernel(SDPBackend.MATH), counter:

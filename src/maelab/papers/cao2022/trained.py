@@ -34,8 +34,8 @@ from maelab.train.loop import NonFiniteLossError
 
 from . import decoder
 
-#: model options of each variant (on top of the shared recipe): the official softmax attention, the same kernel
-#: without the row normalisation, and the attention residual scaled (x <- beta x + attn(norm1(x))).
+#: the variants, whose model options come on top of the shared recipe: the official softmax attention, the same
+#: kernel without the row normalisation, and the attention residual scaled, x <- beta x + attn(norm1(x)).
 VARIANT_NAMES = ("softmax", "exp", "skip")
 
 
@@ -82,7 +82,7 @@ def spec_for(S, variant: str, seed: int) -> experiments.PretrainSpec:
 
 
 def diverged_at(message: str) -> int | None:
-    """The 1-based epoch named in a :class:`NonFiniteLossError` message ("... at epoch E/N, ..."); None if absent."""
+    """The 1-based epoch named in a ``NonFiniteLossError`` message ("... at epoch E/N, ..."); None if absent."""
     m = re.search(r"at epoch (\d+)/", message or "")
     return int(m.group(1)) if m else None
 
@@ -198,7 +198,7 @@ def run_variant(
     [CLS] features, ``n_probe`` training images, all test images), ``diverged`` ("" or the trainer's message),
     ``diverged_epoch``, ``train_seconds``, ``r2_chance``. Frames: ``curve`` (epoch, test loss; epoch 0 = init),
     ``history`` (the trainer's per-epoch records), ``readout``, ``changes``, ``attention`` (per image of the
-    ``n_eval`` analysis images, see :func:`_analyses`); arrays: ``by_distance`` and example read-outs. A diverged
+    ``n_eval`` analysis images, see ``_analyses``); arrays: ``by_distance`` and example read-outs. A diverged
     run has only ``summary`` and the init point of ``curve`` (nothing trained to analyse).
     """
     for name, v in (("n_loss", n_loss), ("n_eval", n_eval), ("n_probe", n_probe)):

@@ -95,8 +95,9 @@ class KongTheorySettings(NotebookSettings):
     lg_n_masks: int = setting(4, "random masks per seed in the linear-Gaussian quadtree", is_int())
     lg_n_samples: tuple = setting(
         [200, 2000, 20000],
-        "sample sizes of the sampled Theorem-2 encoder (the claim uses the largest)",
+        "sample sizes of the sampled Theorem-2 encoder (the claim uses the largest; a dry run keeps the first ones)",
         is_list(is_int(2), increasing=True),
+        repeats=True,
     )
 
     def validate(self) -> None:
@@ -189,7 +190,7 @@ class KongZooSettings(NotebookSettings):
 
     @property
     def grid_side(self) -> int:
-        """Token grid side of the model: image side / patch size."""
+        """The side of the model's token grid, in tokens (image side / patch size)."""
         cfg = models.SIZES[self.size]
         return cfg["img_size"] // cfg["patch_size"]
 

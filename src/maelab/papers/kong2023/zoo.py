@@ -4,7 +4,7 @@
 One MAE per (mask ratio, masking unit, seed): every ratio of ``S.mask_ratios`` at unit 1 (Fig. 5 top row) and
 every unit of ``S.units`` at ``S.unit_ratio`` (bottom row; unit 1 at ``unit_ratio`` is the same model as the top
 row's), for every seed of ``S.seeds``, pre-trained on ``shapes`` by :func:`maelab.experiments.pretrain` with the
-official MAE recipe (norm-pix loss, :data:`maelab.models.OFFICIAL_CHOICES`). The masking unit is decoupled from the
+official MAE recipe (norm-pix loss, ``maelab.models.OFFICIAL_CHOICES``). The masking unit is decoupled from the
 ViT patch, as the paper does: the patch stays ``S.size``'s, the model masks ``unit x unit`` token blocks
 (``mask_unit``). Checkpoints are cached by :attr:`~maelab.experiments.PretrainSpec.key`, so the second notebook
 loads what the first one trained. The baseline of every representation claim is the same architecture at random
