@@ -205,7 +205,7 @@ class Context:
         rows = {k: self._claims[k] for k in sorted(self._claims)}
         key = {
             "profile": self.profile,
-            "settings": self.settings,
+            "settings": self.settings.key_dict(),  # fields at their omit_at value left out (profiles.setting)
             "claims": {k: self._claim_keys[k] for k in sorted(self._claim_keys)},
         }
         try:
@@ -1305,7 +1305,7 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False) -> N
         cpu = {"cpu": cal.key, "calibrated": cal.date_utc, "matmul GFLOP/s": round(cal.matmul_flops_per_s / 1e9, 1)}
         from .profiles import settings as nb_settings
 
-        reads = {nb: nb_settings(nb, profile).as_dict() for nb in per_nb.notebook}  # a stale table is detectable
+        reads = {nb: nb_settings(nb, profile).key_dict() for nb in per_nb.notebook}  # a stale table is detectable
         store.save(
             "notebooks",
             {"profile": profile, "h100": cost.H100_SOURCE, "calibration": cpu, "notebook_settings": reads},
