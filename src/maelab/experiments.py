@@ -99,8 +99,8 @@ class PretrainSpec:
 def variant_config(fields: dict) -> dict:
     """The :class:`PretrainSpec` fields of a variant (fields replacing a base spec's, e.g. in
     :func:`maelab.papers.zhang2022.umae.compare`) as a result config lists them: ``model_overrides`` as sorted
-    (key, value) pairs in the canonical form of :func:`maelab.models.canonical_overrides` (as :meth:`PretrainSpec.
-    to_config` lists a spec's), every other field as given."""
+    (key, value) pairs in the canonical form of :func:`maelab.models.canonical_overrides` (as
+    :meth:`PretrainSpec.to_config` lists a spec's), every other field as given."""
     out = dict(fields)
     if "model_overrides" in out:
         out["model_overrides"] = tuple(sorted(models.canonical_overrides(dict(out["model_overrides"])).items()))
