@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from maelab import cost, store
+from maelab import cost, models, store
 from maelab.experiments import PretrainSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,9 +41,16 @@ ROOT = Path(__file__).resolve().parents[1]
 def _spec(d: dict) -> PretrainSpec:
     d = dict(d)
     d["data_options"] = tuple(sorted((d.get("data_options") or {}).items()))
-    d["model_overrides"] = tuple(sorted((d.get("model_overrides") or {}).items()))
+    # a stored config lists the official-code choices in canonical form (absent: legacy): rebuild what was run
+    d["model_overrides"] = tuple(sorted(models.overrides_from_config(d.get("model_overrides")).items()))
     d["snapshot_epochs"] = tuple(d.get("snapshot_epochs") or ())
     return PretrainSpec(**d)
+
+
+def _choices(config: dict) -> tuple:
+    """The official-code choices of a config that lists them at its top level (canonical form: absent = legacy)."""
+    listed = {k: config[k] for k in models.LEGACY_CHOICES if k in config}
+    return tuple(sorted(models.overrides_from_config(listed).items()))
 
 
 def _load(results: Path, nb: str, name: str) -> tuple[dict, dict[str, pd.DataFrame]]:
@@ -109,7 +116,10 @@ def zhang_umae(results: Path, name: str):
 def zhang_ablations(results: Path, name: str):
     rec, fr = _load(results, "zhang_ablations", name)
     specs = [_spec(d) for d in rec["provenance"]["config"]["specs"]]
-    runs = [_run(s, f"{s.model} m{s.mask_ratio} {dict(s.model_overrides)} s{s.seed}") for s in specs]
+    runs = [
+        _run(s, f"{s.model} m{s.mask_ratio} {models.canonical_overrides(dict(s.model_overrides))} s{s.seed}")
+        for s in specs
+    ]
     return runs, [float(t) for t in fr["runs"]["train_seconds"]], rec["provenance"]["wall_time_s"]
 
 
@@ -130,7 +140,7 @@ def bisulco_sweeps(results: Path, name: str):
             channels=1,
             model="mae",
             size=st["size"],
-            model_overrides=(("decoder_depth", dec), ("depth", enc), ("patch_size", patch)),
+            model_overrides=(("decoder_depth", dec), ("depth", enc), ("patch_size", patch), *_choices(c)),
             epochs=e,
             batch_size=st["batch_size"],
             blr=st["blr"],
@@ -156,7 +166,7 @@ def bisulco_jacobians(results: Path, name: str):
         channels=1,
         model="mae",
         size=st["model_size"],
-        model_overrides=(("norm_pix_loss", False), ("patch_size", c["p"])),
+        model_overrides=(("norm_pix_loss", False), ("patch_size", c["p"]), *_choices(c)),
         epochs=st["epochs"],
         batch_size=st["batch_size"],
         blr=st["blr"],

@@ -349,3 +349,27 @@ def test_only_pages_of_the_book_are_linked(tmp_path):
     )
     assert book._in_toc("masking", tmp_path) and book._in_toc("zhang_umae", tmp_path)
     assert not book._in_toc("kong_theory", tmp_path) and not book._in_toc("zhang", tmp_path)
+
+
+def test_context_read_takes_another_notebooks_result_and_never_computes(tmp_path, monkeypatch):
+    from maelab import store
+
+    monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path))
+    config = {"what": "x", "n": 3}
+    ctx = book.setup("masking", profile="cpu")
+    with pytest.raises(
+        store.StoreMiss,
+        match=r"^zhang_regime/thing\.cpu: not stored; compute it first: python -m "
+        r"maelab\.book run --profile cpu --only zhang_regime$",
+    ):
+        ctx.read("zhang_regime", "thing", config)
+    assert ctx.read("zhang_regime", "thing", config, missing_ok=True) is None and not list(tmp_path.rglob("*.json"))
+    store.load_or_compute(
+        "thing", {"profile": "cpu", **config}, lambda: {"v": 1.5}, notebook="zhang_regime", profile="cpu", log=None
+    )
+    got = ctx.read("zhang_regime", "thing", config)
+    assert got["v"] == 1.5 and got.name == "zhang_regime/thing" and ctx.results[-1] is got  # in the provenance
+    with pytest.raises(store.StoreMiss, match="no stored result with config hash"):
+        ctx.read("zhang_regime", "thing", {**config, "n": 4}, missing_ok=True)  # another config: never taken
+    with pytest.raises(ParameterError, match="profile"):
+        ctx.read("zhang_regime", "thing", {"profile": "cpu"})

@@ -135,7 +135,7 @@ def test_committed_plan_tables_match_todays_settings(profile):
     assert rec is not None, f"no plan table for {profile}: run python -m maelab.book plan --profile {profile} --write"
     listed = rec.provenance["config"]["notebook_settings"]
     for nb, values in listed.items():
-        assert values == store._canonical(profiles.settings(nb, profile).as_dict()), (
+        assert values == store._canonical(profiles.settings(nb, profile).key_dict()), (
             f"{nb}'s {profile} settings changed since the plan table was written"
         )
     table = rec["table"]

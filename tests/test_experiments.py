@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from maelab import evaluate, metrics
+from maelab import evaluate, metrics, models
 from maelab import experiments as E
 from maelab._validate import ParameterError
 
@@ -78,7 +78,8 @@ def test_checkpoint_cache_makes_reruns_cheap_and_identical(cache):
 def test_spec_key_and_config_change_with_fields():
     a, b = _spec(), _spec(model_overrides=(("lambda_unif", 0.1),))
     assert a.key != b.key and a.to_config() != b.to_config()
-    assert b.to_config()["model_overrides"] == {"lambda_unif": 0.1}
+    # the official-code choices of the (official) defaults are listed: tests/test_models.py checks the canonical form
+    assert b.to_config()["model_overrides"] == {"lambda_unif": 0.1, **models.OFFICIAL_CHOICES}
 
 
 @pytest.mark.parametrize(

@@ -248,12 +248,16 @@ def test_simmim_mask_token_replaces_removed_patches():
     assert not torch.allclose(enc["latent"], model.encode(x3, 0.6, gen(4))["latent"])
 
 
+@pytest.mark.parametrize("choices", ["official", "legacy"])
 @pytest.mark.parametrize("name, feature", [("umae", "cls"), ("umae", "mean"), ("usimmim", "cls")])
-def test_uniformity_loss_by_hand(name, feature):
-    model = create(name, uniformity_feature=feature, seed=0)
+def test_uniformity_loss_by_hand(name, feature, choices):
+    model = create(name, uniformity_feature=feature, seed=0, **models.choice_set(choices))
     out = model(imgs(5), generator=gen(1))
     lat = out["latent"].detach().numpy().astype(np.float64)
     f = lat[:, 0] if feature == "cls" else lat[:, 1:].mean(axis=1)
+    if choices == "official":  # a second pass through the final norm ([CLS]) or the model's own fc_norm (mean)
+        ln = model.norm if feature == "cls" else model.fc_norm
+        f = np_layernorm(f, ln.weight.detach().numpy(), ln.bias.detach().numpy())
     np.testing.assert_allclose(out["features"].detach().numpy(), f, rtol=1e-5, atol=1e-6)
     total = 0.0
     for i in range(5):
@@ -528,7 +532,7 @@ def test_simmim_zero_mask_ratio_loss_is_mean_l1():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# official-code choices (issue 15): double norm, fc_norm, patch-embed bias; legacy values stay the default
+# official-code choices (issue 15): double norm, fc_norm, patch-embed bias; the official values are the default
 # ---------------------------------------------------------------------------------------------------------------
 def np_layernorm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     """LayerNorm over the last axis by hand: (x - mean) / sqrt(biased var + eps) * w + b."""
@@ -579,7 +583,7 @@ def test_fc_norm_mean_feature_by_hand_and_state_dict():
     # so official MAE checkpoints keep their exact key set
     out["loss_unif"].backward()
     assert model.fc_norm.weight.grad.abs().sum() > 0
-    for kw in ({}, {"uniformity_fc_norm": True}, {"uniformity_feature": "mean"}):
+    for kw in ({}, {"uniformity_fc_norm": True}, {"uniformity_feature": "mean", "uniformity_fc_norm": False}):
         assert not any(k.startswith("fc_norm") for k in create("umae", seed=0, **kw).state_dict())
 
 
@@ -595,34 +599,132 @@ def test_patch_embed_bias_official_is_pytorch_conv_default():
         torch.manual_seed(5)
         ref = torch.nn.Conv2d(3, 256, kernel_size=4, stride=4)
     assert torch.equal(bias, ref.bias.detach())
-    # every other parameter is unchanged by the option (same random stream); the legacy default zeroes the bias
-    legacy = create("mae", embed_dim=256, num_heads=4, decoder_embed_dim=64, seed=5)
+    # every other parameter is unchanged by the option (same random stream); the legacy choice zeroes the bias
+    legacy = create("mae", embed_dim=256, num_heads=4, decoder_embed_dim=64, patch_embed_bias="zeros", seed=5)
     assert torch.all(legacy.patch_embed.proj.bias == 0)
     sa, sb = m.state_dict(), legacy.state_dict()
     assert all(torch.equal(sa[k], sb[k]) for k in sa if k != "patch_embed.proj.bias")
 
 
-def test_choice_defaults_are_legacy_and_enter_configs():
+def test_choice_defaults_are_official_and_enter_configs():
     model = create("umae", seed=0)
-    assert (model.uniformity_double_norm, model.uniformity_fc_norm, model.patch_embed_bias) == (False, False, "zeros")
-    assert {k: model.config[k] for k in models.LEGACY_CHOICES} == models.LEGACY_CHOICES
-    assert models.choices_config() == {}
-    assert models.choices_config({"uniformity_double_norm": True}) == {"uniformity_double_norm": True}
-    assert models.choices_config({"patch_embed_bias": "zeros"}) == {}
-    again = create(**create("umae", uniformity_double_norm=True, patch_embed_bias="conv_default", seed=1).config)
-    assert again.uniformity_double_norm and again.patch_embed_bias == "conv_default"
+    assert (model.uniformity_double_norm, model.uniformity_fc_norm, model.patch_embed_bias) == (
+        True,
+        True,
+        "conv_default",
+    )
+    assert {k: model.config[k] for k in models.OFFICIAL_CHOICES} == models.OFFICIAL_CHOICES
+    assert models.CHOICE_DEFAULTS == models.OFFICIAL_CHOICES
+    # canonical form: a legacy value is absent, any other present (defaults resolved)
+    assert models.choices_config() == models.OFFICIAL_CHOICES
+    assert models.choices_config(models.LEGACY_CHOICES) == {}
+    assert models.choices_config({**models.LEGACY_CHOICES, "uniformity_double_norm": True}) == {
+        "uniformity_double_norm": True
+    }
+    legacy_over = {"patch_size": 7, **models.choice_set("legacy")}
+    assert models.canonical_overrides(legacy_over) == {"patch_size": 7}
+    assert models.canonical_overrides({"patch_size": 7}) == {"patch_size": 7, **models.OFFICIAL_CHOICES}
+    assert models.overrides_from_config({"patch_size": 7}) == legacy_over  # absent = legacy
+    assert models.choice_set("official") == models.OFFICIAL_CHOICES
+    with pytest.raises(ParameterError, match="^model_choices must be one of 'official', 'legacy'"):
+        models.choice_set("new")
+    again = create(**create("umae", uniformity_double_norm=False, patch_embed_bias="zeros", seed=1).config)
+    assert not again.uniformity_double_norm and again.patch_embed_bias == "zeros"
     with pytest.raises(ParameterError, match="patch_embed_bias"):
         create("mae", patch_embed_bias="normal")
     with pytest.raises(ParameterError, match="uniformity_double_norm"):
         create("umae", uniformity_double_norm=1)
 
 
-def test_flipping_a_default_changes_the_spec_hash(monkeypatch):
-    from maelab.experiments import PretrainSpec
+def test_default_model_is_the_official_one_by_hand():
+    """A model built with no override: the patch-embedding bias is PyTorch's Conv2d draw (not zeros), the [CLS]
+    uniformity feature is norm(norm(x)) (checked by hand), and a legacy-pinned model differs in exactly those."""
+    model, legacy = create("umae", seed=3), create("umae", seed=3, **models.choice_set("legacy"))
+    bias = model.patch_embed.proj.bias.detach()
+    assert not torch.all(bias == 0) and torch.all(legacy.patch_embed.proj.bias == 0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        ref = torch.nn.Conv2d(3, 64, kernel_size=4, stride=4)  # PatchEmbed's conv is the first module built
+    assert torch.equal(bias, ref.bias.detach())
+    _perturb_norms(model)
+    x = imgs(3)
+    enc = model.encode(x, 0.75, gen(4), return_tokens=True)
+    pre = enc["tokens"][-1].detach().numpy().astype(np.float64)
+    w, b = model.norm.weight.detach().numpy(), model.norm.bias.detach().numpy()
+    expected = np_layernorm(np_layernorm(pre, w, b), w, b)[:, 0]
+    np.testing.assert_allclose(model(x, generator=gen(4))["features"].detach().numpy(), expected, rtol=1e-4, atol=1e-5)
 
-    spec = PretrainSpec(dataset="shapes", model="umae")
-    before = (spec.to_config(), spec.key)
-    assert before[0]["model_overrides"] == {}  # today: the config (and so committed hashes) is unchanged
-    monkeypatch.setattr(models, "CHOICE_DEFAULTS", dict(models.OFFICIAL_CHOICES))
-    after = spec.to_config()
-    assert after["model_overrides"] == models.OFFICIAL_CHOICES and spec.key != before[1]
+
+# the hash of a PretrainSpec's config written out by hand: legacy choices absent (the committed results' form)
+_LEGACY_CONFIG = {
+    "dataset": "shapes",
+    "n_train": 5000,
+    "n_test": 1000,
+    "img_size": 32,
+    "channels": 3,
+    "data_seed": 0,
+    "data_options": {},
+    "model": "umae",
+    "size": "micro",
+    "model_overrides": {"lambda_unif": 0.01},
+    "epochs": 10,
+    "batch_size": 128,
+    "blr": 1.5e-4,
+    "warmup_epochs": 1.0,
+    "mask_ratio": None,
+    "seed": 0,
+    "pool": "cls",
+    "rank_every": 0,
+    "finetune_epochs": 0,
+    "finetune_blr": 1e-3,
+    "keep_features": False,
+    "snapshot_epochs": [],
+}
+
+
+def test_spec_hash_legacy_pinned_kept_unpinned_changed_official_unchanged():
+    from maelab import store
+    from maelab.experiments import PretrainSpec, variant_config
+
+    legacy_hash = store.config_hash(_LEGACY_CONFIG)
+    pinned = PretrainSpec(model="umae", model_overrides=(("lambda_unif", 0.01), *models.choice_set("legacy").items()))
+    assert store.config_hash(pinned.to_config()) == legacy_hash  # (a) a legacy-pinned spec keeps its hash
+    unpinned = PretrainSpec(model="umae", model_overrides=(("lambda_unif", 0.01),))
+    assert store.config_hash(unpinned.to_config()) != legacy_hash  # (b) the old implicit default recomputes
+    assert unpinned.to_config()["model_overrides"] == {"lambda_unif": 0.01, **models.OFFICIAL_CHOICES}
+    # (c) an explicitly official spec: the hash of its config written out by hand, with the official values present
+    official = PretrainSpec(model="umae", model_overrides=(("lambda_unif", 0.01), *models.OFFICIAL_CHOICES.items()))
+    by_hand = {**_LEGACY_CONFIG, "model_overrides": {"lambda_unif": 0.01, **models.OFFICIAL_CHOICES}}
+    assert store.config_hash(official.to_config()) == store.config_hash(by_hand)
+    assert official.key == unpinned.key and pinned.key != unpinned.key  # checkpoint folders follow the config
+    # a mixed pin lists exactly its non-legacy choices
+    mixed = PretrainSpec(
+        model="umae", model_overrides=(*models.choice_set("legacy").items(), ("patch_embed_bias", "conv_default"))
+    )
+    assert mixed.to_config()["model_overrides"] == {"patch_embed_bias": "conv_default"}
+    # variants (fields replacing a base spec's) list their overrides in the same canonical form
+    v = {"model": "umae", "model_overrides": tuple(sorted({"lambda_unif": 0.01, **models.LEGACY_CHOICES}.items()))}
+    assert str(variant_config(v)) == str({"model": "umae", "model_overrides": (("lambda_unif", 0.01),)})
+    assert variant_config({"model": "mae"}) == {"model": "mae"}
+
+
+def test_choices_setting_pins_legacy_for_cpu_only_and_is_left_out_of_keys():
+    from maelab import profiles
+
+    pinned = ("zhang_mask_graph", "zhang_umae", "zhang_ablations", "bisulco_jacobians", "bisulco_sweeps")
+    for nb in profiles.registry():
+        cls = profiles.settings_class(nb)
+        if "model_choices" not in cls.field_names():
+            continue
+        S = {p: profiles.settings(nb, p) for p in profiles.PROFILE_NAMES}
+        assert (S["smoke"].model_choices, S["gpu"].model_choices) == ("official", "official"), nb
+        assert S["cpu"].model_choices == ("legacy" if nb in pinned else "official"), nb
+        if S["cpu"].model_choices == "legacy":
+            assert profiles.LEGACY_PIN_REASON in cls.docs()["model_choices"], nb
+        assert "model_choices" not in S["cpu"].key_dict() or S["cpu"].model_choices != "legacy"  # legacy: omitted
+        assert S["gpu"].key_dict()["model_choices"] == "official"
+    assert {nb for nb in profiles.registry() if "model_choices" in profiles.settings_class(nb).field_names()} >= set(
+        pinned
+    )
+    with pytest.raises(ParameterError, match="^model_choices must be one of 'official', 'legacy'"):
+        profiles.settings("zhang_umae", "cpu", model_choices="new")

@@ -421,3 +421,14 @@ def test_claims_difference_tolerance():
     )  # atol
     assert "verdict" in claims_difference({"a": row}, {"a": {**near, "verdict": "inconclusive"}})
     assert "claims" in claims_difference({"a": row}, {"b": row})
+
+
+def test_read_takes_only_the_stored_config_and_never_computes(tmp_path):
+    calls = []
+    r = store.load_or_compute("res", {"a": 1}, _fn(calls), notebook="nb", profile="cpu", root=tmp_path, log=None)
+    got = store.read("nb", "res", "cpu", {"a": 1}, root=tmp_path)
+    assert got is not None and got.provenance["config_hash"] == r.provenance["config_hash"] and got["acc"] == 1.0
+    assert store.read("nb", "other", "cpu", {"a": 1}, root=tmp_path) is None  # nothing stored: None
+    with pytest.raises(store.StoreMiss, match=r"^nb/res.cpu: no stored result with config hash \w+ \(stored: \w+\)$"):
+        store.read("nb", "res", "cpu", {"a": 2}, root=tmp_path)  # stored under another config: never taken
+    assert len(calls) == 1  # read computed nothing

@@ -123,6 +123,29 @@ class Context:
         self.results.append(res)
         return res
 
+    def read(self, notebook: str, name: str, config: dict, *, missing_ok: bool = False) -> store.Result | None:
+        """Another notebook's stored result of this profile, read through the store and never computed (the book
+        runs notebooks in ``_toc.yml`` order, so the one that computes it runs first).
+
+        ``config``: the config that notebook passes to its :meth:`load_or_compute` (the profile is added), so a
+        result computed under other settings is never taken. Missing: :class:`maelab.store.StoreMiss` in one line
+        naming the command that computes it, or None with ``missing_ok``; stored under another config: ``StoreMiss``
+        whatever ``missing_ok``. The result is listed in this page's provenance as ``<notebook>/<name>``.
+        """
+        if "profile" in config:
+            raise ParameterError("config key", "not 'profile' (Context adds it)", "profile")
+        res = store.read(notebook, name, self.profile, {"profile": self.profile, **config})
+        if res is None:
+            if missing_ok:
+                return None
+            raise store.StoreMiss(
+                f"{notebook}/{name}.{self.profile}: not stored; compute it first: "
+                f"python -m maelab.book run --profile {self.profile} --only {notebook}"
+            )
+        res = dataclasses.replace(res, name=f"{notebook}/{name}")
+        self.results.append(res)
+        return res
+
     def claim(self, claim_id: str, evidence: claims_mod.Evidence, *sources: store.Result) -> tuple[str, str]:
         """Record evidence for a registered claim; returns (verdict, reason) computed by its criterion."""
         if claim_id not in claims_mod.REGISTRY:
@@ -205,7 +228,7 @@ class Context:
         rows = {k: self._claims[k] for k in sorted(self._claims)}
         key = {
             "profile": self.profile,
-            "settings": self.settings,
+            "settings": self.settings.key_dict(),  # fields at their omit_at value left out (profiles.setting)
             "claims": {k: self._claim_keys[k] for k in sorted(self._claim_keys)},
         }
         try:
@@ -1305,7 +1328,7 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False) -> N
         cpu = {"cpu": cal.key, "calibrated": cal.date_utc, "matmul GFLOP/s": round(cal.matmul_flops_per_s / 1e9, 1)}
         from .profiles import settings as nb_settings
 
-        reads = {nb: nb_settings(nb, profile).as_dict() for nb in per_nb.notebook}  # a stale table is detectable
+        reads = {nb: nb_settings(nb, profile).key_dict() for nb in per_nb.notebook}  # a stale table is detectable
         store.save(
             "notebooks",
             {"profile": profile, "h100": cost.H100_SOURCE, "calibration": cpu, "notebook_settings": reads},

@@ -73,11 +73,14 @@ class PretrainSpec:
         positive_int("finetune_epochs", self.finetune_epochs, minimum=0)
 
     def to_config(self) -> dict:
+        """The config to hash: every field, ``data_options`` and ``model_overrides`` as dicts, the latter with the
+        official-code choices in the canonical form of :func:`maelab.models.canonical_overrides`."""
         d = dataclasses.asdict(self)
         d["data_options"] = {k: v for k, v in self.data_options}
-        d["model_overrides"] = {k: v for k, v in self.model_overrides}
-        # official-code choices that differ from the legacy defaults (none today): a default flip changes the hash
-        d["model_overrides"].update(models.choices_config(d["model_overrides"]))
+        # the official-code choices in their canonical form (maelab.models.canonical_overrides): a legacy value is
+        # absent, any other present -- a legacy-pinned spec keeps the hash it had while legacy was the default, a spec
+        # relying on today's (official) default hashes differently, an explicitly official one as before
+        d["model_overrides"] = models.canonical_overrides(dict(self.model_overrides))
         return d
 
     def init_config(self) -> dict:
@@ -91,6 +94,17 @@ class PretrainSpec:
         """A short stable name for this spec (cache folder names)."""
         text = json.dumps(self.to_config(), sort_keys=True, default=str)
         return f"{self.model}-{self.size}-{self.dataset}-s{self.seed}-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def variant_config(fields: dict) -> dict:
+    """The :class:`PretrainSpec` fields of a variant (fields replacing a base spec's, e.g. in
+    :func:`maelab.papers.zhang2022.umae.compare`) as a result config lists them: ``model_overrides`` as sorted
+    (key, value) pairs in the canonical form of :func:`maelab.models.canonical_overrides` (as
+    :meth:`PretrainSpec.to_config` lists a spec's), every other field as given."""
+    out = dict(fields)
+    if "model_overrides" in out:
+        out["model_overrides"] = tuple(sorted(models.canonical_overrides(dict(out["model_overrides"])).items()))
+    return out
 
 
 #: the :class:`PretrainSpec` fields that only pre-training (and fine-tuning) reads: the untrained model of a spec and

@@ -620,6 +620,24 @@ def _no_compute(name: str, config: dict, h: str, notebook: str, profile: str, js
     raise StoreMiss(f"{notebook}/{name}.{profile}: no stored result with config hash {h} (stored: {stored})")
 
 
+def read(notebook: str, name: str, profile: str, config: dict, root: str | os.PathLike | None = None) -> Result | None:
+    """The stored result (notebook, name, profile) computed with ``config`` -- read, never computed.
+
+    ``config``: the full config the result was stored under (what :func:`load_or_compute` hashed). None when nothing
+    is stored; a stored record under another config raises :class:`StoreMiss` (one line, both hashes), as does an
+    untrusted one (:class:`RecordError`, one line) -- a reader never takes a result computed under other settings.
+    """
+    _check_names(name, notebook, profile)
+    h = config_hash(config)
+    found = load(notebook, name, profile, root=root)
+    if found is None:
+        return None
+    stored = found.provenance.get("config_hash")
+    if stored != h:
+        raise StoreMiss(f"{notebook}/{name}.{profile}: no stored result with config hash {h} (stored: {stored})")
+    return found
+
+
 def _log_stderr(line: str) -> None:
     """The store's default log: one line on stderr (the book does not render stderr; a terminal shows it)."""
     print(line, file=sys.stderr, flush=True)

@@ -165,3 +165,41 @@ def test_training_minutes():
         R.training_minutes(1.0, 0.0)
     with pytest.raises(ParameterError, match="runs"):
         R.training_minutes(1.0, 1.0, runs=0)
+
+
+def test_affordable_images_inverts_training_minutes():
+    assert R.affordable_images(6.0, 1000.0, runs=3) == pytest.approx(120_000)
+    assert R.training_minutes(R.affordable_images(45.0, 321.5, runs=7), 321.5, runs=7) == pytest.approx(45.0)
+    with pytest.raises(ParameterError, match="^minutes"):
+        R.affordable_images(-1.0, 1.0)
+    with pytest.raises(ParameterError, match="^images_per_second"):
+        R.affordable_images(1.0, 0.0)
+    with pytest.raises(ParameterError, match="^runs"):
+        R.affordable_images(1.0, 1.0, runs=0)
+
+
+def test_budget_helpers_by_hand():
+    from maelab import profiles
+
+    S = profiles.settings("zhang_regime", "cpu")
+    assert R.images_per_run(S) == S.epochs * (S.n_train // S.batch_size) * S.batch_size
+    assert R.rerun_runs(S) == 2 * len(S.seeds) * len(S.rerun_datasets)
+    timing = pd.DataFrame({"train_seconds": [100.0, 50.0]})
+    assert R.trainer_images_per_second(timing, 1000) == pytest.approx((10.0 + 20.0) / 2)
+    with pytest.raises(ParameterError, match="^timing"):
+        R.trainer_images_per_second(pd.DataFrame(), 1000)
+
+
+def test_regime_configs_are_those_of_the_committed_results():
+    """zhang_umae reads zhang_regime's results through these configs: they must hash to the committed records."""
+    from maelab import profiles, store
+
+    root = store.repo_root() / "data" / "results"
+    S = profiles.settings("zhang_regime", "cpu")
+    for name, config in [("throughput", R.throughput_config(S))] + [
+        (f"curves_s{s}", R.curves_config(S, s)) for s in S.seeds
+    ]:
+        rec = store.read("zhang_regime", name, "cpu", {"profile": "cpu", **config}, root=root)
+        assert rec is not None, name
+    # the official-code choices are explicit, so flipping the library default left these keys unchanged
+    assert R.base_spec(S).to_config()["model_overrides"] == {"patch_size": S.patch_size, **R.models.OFFICIAL_CHOICES}

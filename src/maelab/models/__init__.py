@@ -64,7 +64,12 @@ __all__ = [
     "attention_output",
     "attention_weights",
     "CHOICE_DEFAULTS",
+    "CHOICE_SETS",
+    "canonical_overrides",
+    "choice_set",
     "choices_config",
+    "describe_choices",
+    "overrides_from_config",
     "create",
     "create_encoder_classifier",
     "load_official_checkpoint",
@@ -162,21 +167,67 @@ _COMMON_OPTIONS = (
 )
 
 
-#: Defaults of the official-code choices (issue 15), today's behaviour (``LEGACY_CHOICES``). The default flips to
-#: the official choice (``OFFICIAL_CHOICES``) when the committed results are recomputed.
-CHOICE_DEFAULTS: dict[str, Any] = dict(LEGACY_CHOICES)
+#: Defaults of the official-code choices (issue 15): the official U-MAE / MAE code's (``OFFICIAL_CHOICES``), so a
+#: model built without overrides is the official one. maelab's first choices (``LEGACY_CHOICES``) stay an option:
+#: committed results were computed with them, and a run pinned to them reproduces those results.
+CHOICE_DEFAULTS: dict[str, Any] = dict(OFFICIAL_CHOICES)
+
+#: Named sets of the official-code choices, for settings that pick one (``model_choices``: "official" | "legacy";
+#: see :func:`maelab.profiles.model_choices_setting`).
+CHOICE_SETS: dict[str, dict[str, Any]] = {"official": dict(OFFICIAL_CHOICES), "legacy": dict(LEGACY_CHOICES)}
+
+
+def choice_set(name: str) -> dict[str, Any]:
+    """The choices of the named set (``"official"`` or ``"legacy"``, :data:`CHOICE_SETS`) as model overrides."""
+    one_of("model_choices", name, CHOICE_SETS)
+    return dict(CHOICE_SETS[name])
 
 
 def choices_config(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The official-code choices (``uniformity_double_norm``, ``uniformity_fc_norm``, ``patch_embed_bias``) that
     a model built with ``overrides`` would use and that differ from the legacy values (``LEGACY_CHOICES``).
 
-    Meant for result configs: empty today for a model built with the defaults (so committed results keep their
-    hashes), non-empty once :data:`CHOICE_DEFAULTS` flips to the official values or an override departs from the
-    legacy value -- so a stored result computed under other choices is never silently reused."""
+    The canonical form of the choices in a result config: a choice at its legacy value is *absent*, any other value
+    present. So a result computed with the legacy choices keeps the hash it had before the official choices became
+    the default (when the run pins them), a run that relies on the default (now official) hashes differently from
+    it and recomputes, and an explicitly official run hashes as before. Configs that do not hold the model's
+    overrides (e.g. a list of settings) add ``**choices_config(overrides)`` at their top level; configs that hold
+    them use :func:`canonical_overrides`."""
     overrides = dict(overrides or {})
     resolved = {k: overrides.get(k, CHOICE_DEFAULTS[k]) for k in LEGACY_CHOICES}
     return {k: v for k, v in resolved.items() if v != LEGACY_CHOICES[k]}
+
+
+def canonical_overrides(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``overrides`` (for :func:`create`) in the canonical form of result configs: the choice keys at their legacy
+    value dropped, the resolved non-legacy choices (:func:`choices_config`, defaults included) added; every other
+    key unchanged. Inverse: :func:`overrides_from_config`."""
+    overrides = dict(overrides or {})
+    out = {k: v for k, v in overrides.items() if k not in LEGACY_CHOICES}
+    out.update(choices_config(overrides))
+    return out
+
+
+def overrides_from_config(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Model overrides rebuilt from their canonical form in a stored config (:func:`canonical_overrides`): a choice
+    absent from it was at its legacy value, so it is added as such (a stored config rebuilds the model it was
+    computed with, whatever today's defaults)."""
+    return {**LEGACY_CHOICES, **dict(overrides or {})}
+
+
+def describe_choices(name: str) -> str:
+    """One sentence for a page: which official-code choices (``"official"`` | ``"legacy"``) its results use."""
+    values = ", ".join(f"`{k}={v!r}`" for k, v in choice_set(name).items())
+    if name == "official":
+        return (
+            f"Model choices: **official** ({values}): as the official U-MAE / MAE code, the library default "
+            "(`maelab.models.OFFICIAL_CHOICES`)."
+        )
+    return (
+        f"Model choices: **legacy** ({values}): maelab's first implementation (`maelab.models.LEGACY_CHOICES`), not "
+        "the library default (the official code's, `maelab.models.OFFICIAL_CHOICES`); this profile's results were "
+        "computed before the official choices became the default, and its re-run with them is pending (issue 15)."
+    )
 
 
 def create(name: str, size: str = "micro", **overrides) -> MaskedImageModel:
@@ -189,10 +240,10 @@ def create(name: str, size: str = "micro", **overrides) -> MaskedImageModel:
     ``_layers.attention_weights``), skip_scale (weight of the attention residual, 1 = official; Cao et al.'s scaled
     skip), seed (reproducible weight init without touching the global RNG), the official-code choices
     uniformity_double_norm, uniformity_fc_norm (see :meth:`MaskedImageModel.uniformity_features`) and
-    patch_embed_bias ("zeros" | "conv_default"; see ``_layers.init_patch_embed``) -- today's behaviour is the
-    default and the default flips to the official choice when the committed results are recomputed (issue 15) --
-    and, for MAE models, decoder_embed_dim, decoder_depth, decoder_num_heads. Bad values raise
-    :class:`maelab.ParameterError`.
+    patch_embed_bias ("zeros" | "conv_default"; see ``_layers.init_patch_embed``) -- the official code's choices
+    (``OFFICIAL_CHOICES``) are the default; maelab's first ones (``LEGACY_CHOICES``, e.g. ``**choice_set("legacy")``)
+    stay options because committed results were computed with them (issue 15) -- and, for MAE models,
+    decoder_embed_dim, decoder_depth, decoder_num_heads. Bad values raise :class:`maelab.ParameterError`.
 
     The returned model has ``name``, ``size`` and ``config`` attributes; ``create(**model.config)`` rebuilds the
     same architecture (and, when a seed was given, the same initial weights).

@@ -22,11 +22,12 @@ from ._layers import (
 POOLS = ("cls", "mean")
 PATCH_BIAS_INITS = ("zeros", "conv_default")
 
-#: Choices where maelab's first implementation departs from the official U-MAE / MAE code (issue 15), with today's
-#: (legacy) defaults and the official values. The default flips to the official choice when the committed results
-#: are recomputed (issue 15); until then the legacy value stays the default so that committed results, computed with
-#: it, stay valid. :func:`maelab.models.choices_config` lists the values that differ from the legacy ones, for
-#: result configs (so that flipping a default changes their hashes instead of silently reusing them).
+#: Choices where maelab's first implementation departs from the official U-MAE / MAE code (issue 15): the official
+#: values (``OFFICIAL_CHOICES``, the default of :func:`maelab.models.create` and of the model classes) and maelab's
+#: first, legacy ones (``LEGACY_CHOICES``). The legacy values stay an option because results computed with them are
+#: committed (and a pinned re-run reproduces them); :func:`maelab.models.choices_config` lists the values that differ
+#: from the legacy ones, for result configs: a legacy value is absent from a config and an official one present, so
+#: a result computed under other choices is never silently reused.
 LEGACY_CHOICES = {"uniformity_double_norm": False, "uniformity_fc_norm": False, "patch_embed_bias": "zeros"}
 OFFICIAL_CHOICES = {"uniformity_double_norm": True, "uniformity_fc_norm": True, "patch_embed_bias": "conv_default"}
 
@@ -70,9 +71,9 @@ class MaskedImageModel(nn.Module):
         drop_path_rate: float = 0.0,
         attn_norm: str = "softmax",
         skip_scale: float = 1.0,
-        uniformity_double_norm: bool = LEGACY_CHOICES["uniformity_double_norm"],
-        uniformity_fc_norm: bool = LEGACY_CHOICES["uniformity_fc_norm"],
-        patch_embed_bias: str = LEGACY_CHOICES["patch_embed_bias"],
+        uniformity_double_norm: bool = OFFICIAL_CHOICES["uniformity_double_norm"],
+        uniformity_fc_norm: bool = OFFICIAL_CHOICES["uniformity_fc_norm"],
+        patch_embed_bias: str = OFFICIAL_CHOICES["patch_embed_bias"],
     ):
         super().__init__()
         positive_int("img_size", img_size)
@@ -269,9 +270,9 @@ class MaskedImageModel(nn.Module):
         norm a second time, ``norm(norm(x))[:, 0]``, as the official U-MAE code does (``forward_encoder`` ends with
         ``self.norm``, ``forward`` applies ``self.norm(latent)`` again before taking [CLS]). ``"mean"``: the mean
         of the other tokens, with ``uniformity_fc_norm`` followed by the model's own ``fc_norm`` LayerNorm, as the
-        official ``global_pool`` path (``self.fc_norm(latent[:, 1:, :].mean(dim=1))``). Both options default to
-        today's single-norm / no-fc_norm behaviour; the default flips to the official choice when the committed
-        results are recomputed (issue 15)."""
+        official ``global_pool`` path (``self.fc_norm(latent[:, 1:, :].mean(dim=1))``). Both default to the official
+        choice (True); False (one norm, no ``fc_norm``: maelab's first implementation, ``LEGACY_CHOICES``) stays an
+        option because committed results were computed with it (issue 15)."""
         if self.uniformity_feature == "cls":
             cls = latent[:, 0]
             return self.norm(cls) if self.uniformity_double_norm else cls  # LayerNorm is per token

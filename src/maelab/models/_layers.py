@@ -64,13 +64,15 @@ def init_linear_and_norm(module: nn.Module) -> None:
             nn.init.zeros_(module.bias)
 
 
-def init_patch_embed(proj: nn.Conv2d, zero_bias: bool = True) -> None:
+def init_patch_embed(proj: nn.Conv2d, zero_bias: bool = False) -> None:
     """Patch-embedding conv initialised like a Linear layer: xavier_uniform on the (D, C*p*p) weight view.
 
-    ``zero_bias`` True (maelab's legacy default) zeroes the bias; False keeps PyTorch's default Conv2d bias,
-    uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = C*p*p, drawn when the conv was built -- what the official
-    MAE ``initialize_weights`` does (it re-initialises only ``patch_embed.proj.weight``, and its ``_init_weights``
-    touches Linear and LayerNorm modules only). Either way the random stream is the same."""
+    ``zero_bias`` False (the models' default, ``patch_embed_bias="conv_default"``) keeps PyTorch's default Conv2d
+    bias, uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = C*p*p, drawn when the conv was built -- what the
+    official MAE ``initialize_weights`` does (it re-initialises only ``patch_embed.proj.weight``, and its
+    ``_init_weights`` touches Linear and LayerNorm modules only). True (``patch_embed_bias="zeros"``, maelab's first
+    implementation) zeroes the bias: kept as an option because committed results were computed with it (issue 15).
+    Either way the random stream is the same."""
     w = proj.weight.data
     nn.init.xavier_uniform_(w.view(w.shape[0], -1))
     if proj.bias is not None and zero_bias:

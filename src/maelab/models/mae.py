@@ -34,9 +34,9 @@ class MaskedAutoencoderViT(MaskedImageModel):
     lambda = 1e-4, which is the same objective (1e-4 / 0.1^2 = 0.01). The official forward applies ``self.norm``
     a second time to the already normalised latent before taking [CLS] (``uniformity_double_norm=True``), and its
     global-pool path applies its own ``fc_norm`` to the mean token (``uniformity_fc_norm=True``); the official MAE
-    code keeps PyTorch's default Conv2d bias in ``patch_embed.proj`` (``patch_embed_bias="conv_default"``). Today
-    the defaults are maelab's first choices (one norm, no fc_norm, zero bias); the default flips to the official
-    choice when the committed results are recomputed (issue 15).
+    code keeps PyTorch's default Conv2d bias in ``patch_embed.proj`` (``patch_embed_bias="conv_default"``). These
+    official choices are the defaults; maelab's first choices (one norm, no fc_norm, zero bias:
+    ``LEGACY_CHOICES``) stay options because committed results were computed with them (issue 15).
     """
 
     name = "mae"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ...cost import PlannedRun
 from ...experiments import PretrainSpec
+from ...models import choice_set
 from ...profiles import settings
 
 
@@ -38,7 +39,7 @@ def jacobian_runs(profile: str) -> list[PlannedRun]:
             channels=1,
             model="mae",
             size=S.model_size,
-            model_overrides=(("norm_pix_loss", False), ("patch_size", p)),
+            model_overrides=(("norm_pix_loss", False), ("patch_size", p), *sorted(choice_set(S.model_choices).items())),
             epochs=S.epochs,
             batch_size=S.batch_size,
             blr=S.blr,
@@ -84,7 +85,12 @@ def sweep_runs(profile: str) -> list[PlannedRun]:
             channels=1,
             model="mae",
             size=S.size,
-            model_overrides=(("decoder_depth", dec), ("depth", enc), ("patch_size", patch)),
+            model_overrides=(
+                ("decoder_depth", dec),
+                ("depth", enc),
+                ("patch_size", patch),
+                *sorted(choice_set(S.model_choices).items()),
+            ),
             epochs=e,
             batch_size=S.batch_size,
             blr=S.blr,

@@ -17,6 +17,7 @@ from ...profiles import (
     is_number,
     is_ratio,
     is_str,
+    model_choices_setting,
     notebook_settings,
     setting,
 )
@@ -221,6 +222,7 @@ class BisulcoJacobiansSettings(NotebookSettings):
     """
 
     SMOKE = {
+        "model_choices": "official",
         "lin_size": 16,
         "lin_n": 300,
         "lin_patch_sizes": [4, 8],
@@ -242,6 +244,7 @@ class BisulcoJacobiansSettings(NotebookSettings):
         "n_pixels": 2,
     }
     GPU = {
+        "model_choices": "official",
         "lin_n": 8000,
         "model_size": "small",
         "n_train": 16000,
@@ -303,6 +306,8 @@ class BisulcoJacobiansSettings(NotebookSettings):
     q: float = setting(0.5, "mass fraction of the half-mass radius", is_number(0.0, 1.0, low_open=True, high_open=True))
     seeds: tuple = setting([0], "training seeds of the nonlinear MAEs (1: s.e. over test images)", is_list(is_int(0)))
 
+    model_choices: str = model_choices_setting("legacy")
+
     def validate(self) -> None:
         divides("lin_patch_sizes", self.lin_patch_sizes, self.lin_size, "lin_size")
         divides("patch_size", self.patch_size, self.img_size, "img_size")
@@ -331,6 +336,7 @@ class BisulcoSweepsSettings(NotebookSettings):
     """
 
     SMOKE = {
+        "model_choices": "official",
         "n_train": 128,
         "n_test": 64,
         "epochs": 1,
@@ -347,6 +353,7 @@ class BisulcoSweepsSettings(NotebookSettings):
         "cka_images": 64,
     }
     GPU = {
+        "model_choices": "official",
         "n_train": 8000,
         "n_test": 2000,
         "size": "small",
@@ -401,6 +408,8 @@ class BisulcoSweepsSettings(NotebookSettings):
     cost_batch: int = setting(64, "batch size of the per-step cost measurement", is_int())
     cost_reps: int = setting(5, "repetitions of the per-step timing (the minimum is kept)", is_int(), repeats=True)
     cka_images: int = setting(1000, "test images of the CKA comparison", is_int(2))
+
+    model_choices: str = model_choices_setting("legacy")
 
     def validate(self) -> None:
         if self.key_decoder_depth not in self.decoder_depths:

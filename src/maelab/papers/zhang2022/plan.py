@@ -19,6 +19,7 @@ import dataclasses
 
 from ...cost import EvalJob, PlannedRun
 from ...experiments import PretrainSpec
+from ...models import choice_set
 from ...profiles import settings
 from .regime import POOLS
 
@@ -39,7 +40,7 @@ def umae_runs(profile: str) -> list[PlannedRun]:
             img_size=32,
             channels=1 if ds == "mnist10k" else 3,
             size=S.size,
-            model_overrides=tuple(sorted(S.model_overrides.items())),
+            model_overrides=tuple(sorted({**choice_set(S.model_choices), **S.model_overrides}.items())),
             epochs=ep,
             batch_size=S.batch_size,
             blr=S.blr,
@@ -49,7 +50,7 @@ def umae_runs(profile: str) -> list[PlannedRun]:
         rank_eps = sorted({e for e in S.rank_epochs if e <= ep} | {0, ep})
         fits = 1 if S.probe_cs is not None and len(S.probe_cs) == 1 else (len(S.probe_cs) + 1 if S.probe_cs else 0)
         extra = (n_tr + S.n_test) + 2 * len(rank_eps) * S.n_test  # the second pooling; ranks (both pools)
-        over = {**S.model_overrides}
+        over = {**choice_set(S.model_choices), **S.model_overrides}
         for name, fields in (
             ("mae", {"model": "mae"}),
             ("umae", {"model": "umae", "model_overrides": tuple(sorted({**over, "lambda_unif": S.lam}.items()))}),
@@ -97,7 +98,7 @@ def ablation_runs(profile: str) -> list[PlannedRun]:
             channels=ch,
             model=model,
             size=S.size,
-            model_overrides=(("lambda_unif", float(lam)),),
+            model_overrides=tuple(sorted({**choice_set(S.model_choices), "lambda_unif": float(lam)}.items())),
             epochs=S.epochs,
             batch_size=S.batch_size,
             blr=S.blr,
@@ -127,11 +128,13 @@ def mask_graph_runs(profile: str) -> list[PlannedRun]:
         size="micro",
         epochs=S.mae_epochs,
         mask_ratio=0.75,
+        model_overrides=tuple(sorted(choice_set(S.model_choices).items())),
     )
     runs = [
         PlannedRun(
             f"collapsed decoder m={m:g}",
             size="micro",
+            overrides=tuple(sorted(choice_set(S.model_choices).items())),
             img_size=28,
             channels=1,
             batch_size=128,

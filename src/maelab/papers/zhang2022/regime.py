@@ -4,7 +4,9 @@
 re-run, and the precondition every claim about a trained representation needs: MAE must beat the same
 architecture at random initialisation by a stated margin (:func:`learned_margin`, the book's
 :class:`maelab.claims.LearnedCheck` with :data:`maelab.claims.LEARNED_MARGIN`). :func:`margin_extrapolation` and
-:func:`training_minutes` ask whether the cpu budget can reach that margin.
+:func:`training_minutes` ask whether the cpu budget can reach that margin. The configs of the notebook's stored
+results (:func:`curves_config`, :func:`throughput_config`) live here, so that ``zhang_umae`` reads them through the
+store (:meth:`maelab.book.Context.read`) without computing or copying them.
 
 One pre-training run per (variant, seed) by :func:`maelab.experiments.pretrain` (checkpoints cached, exact
 resume) keeps weight snapshots at chosen epochs; each snapshot is evaluated frozen on the [CLS] token and on the
@@ -25,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from maelab import evaluate, experiments, metrics
+from maelab import evaluate, experiments, metrics, models
 from maelab._util import resolve_device
 from maelab._validate import ParameterError, positive_int
 from maelab.claims import LearnedCheck
@@ -153,6 +155,83 @@ def training_minutes(images: float, images_per_second: float, runs: int = 1) -> 
     if not images >= 0:
         raise ParameterError("images", "a number >= 0 (or inf)", images)
     return runs * float(images) / float(images_per_second) / 60.0
+
+
+def affordable_images(minutes: float, images_per_second: float, runs: int = 1) -> float:
+    """Images per run that ``runs`` runs can train in ``minutes`` at ``images_per_second``: the inverse of
+    :func:`training_minutes`."""
+    positive_int("runs", runs)
+    if not (isinstance(images_per_second, (int, float)) and images_per_second > 0):
+        raise ParameterError("images_per_second", "a number > 0", images_per_second)
+    if not (isinstance(minutes, (int, float)) and minutes >= 0):
+        raise ParameterError("minutes", "a number >= 0", minutes)
+    return float(minutes) * 60.0 * float(images_per_second) / runs
+
+
+def images_per_run(S) -> int:
+    """Training images one run of the ``zhang_regime`` settings ``S`` sees: ``epochs`` x the images of the full
+    batches of an epoch (the trainer drops the last partial batch)."""
+    return S.epochs * (S.n_train // S.batch_size) * S.batch_size
+
+
+def trainer_images_per_second(timing, images: int) -> float:
+    """Mean over runs of ``images`` (per run) / the training seconds the trainer logged (``timing`` of
+    :func:`seed_curves`): the throughput of training with its online probe and evaluation included."""
+    if "train_seconds" not in getattr(timing, "columns", ()) or not len(timing):
+        raise ParameterError("timing", "the non-empty timing table of seed_curves", type(timing).__name__)
+    return float((images / timing.train_seconds).mean())
+
+
+def rerun_runs(S) -> int:
+    """Training runs of the ``zhang_umae`` re-run the budget must pay for: MAE and U-MAE x every seed x every
+    dataset in ``S.rerun_datasets`` (``S``: the ``zhang_regime`` settings)."""
+    return len(variants(S)) * len(S.seeds) * len(S.rerun_datasets)
+
+
+def base_spec(S, patch_size: int | None = None) -> experiments.PretrainSpec:
+    """The pre-training run ``zhang_regime`` shares between MAE and U-MAE (method and seed set per run), with the
+    official-code model choices (:data:`maelab.models.OFFICIAL_CHOICES`); ``S``: its settings."""
+    patch = S.patch_size if patch_size is None else patch_size
+    return experiments.PretrainSpec(
+        dataset=S.dataset,
+        n_train=S.n_train,
+        n_test=S.n_test,
+        img_size=28,
+        channels=1,
+        size=S.size,
+        model_overrides=tuple(sorted({"patch_size": patch, **models.OFFICIAL_CHOICES}.items())),
+        epochs=S.epochs,
+        batch_size=S.batch_size,
+        blr=S.blr,
+        warmup_epochs=S.warmup_epochs,
+        mask_ratio=S.mask_ratio,
+    )
+
+
+def variants(S) -> dict[str, dict[str, Any]]:
+    """MAE and U-MAE (lambda ``S.lam``) as fields replacing those of :func:`base_spec`."""
+    over = {"patch_size": S.patch_size, **models.OFFICIAL_CHOICES, "lambda_unif": S.lam}
+    return {"mae": {"model": "mae"}, "umae": {"model": "umae", "model_overrides": tuple(sorted(over.items()))}}
+
+
+def curves_config(S, seed: int) -> dict[str, Any]:
+    """The config of ``zhang_regime``'s stored result ``curves_s<seed>`` (the profile is added by the store)."""
+    return {
+        "what": "MAE and U-MAE snapshots, paired by seed",
+        "spec": base_spec(S).to_config(),
+        "variants": {k: str(v) for k, v in variants(S).items()},
+        "seed": seed,
+        **S.pick("curve_epochs", "probe_n_train"),
+    }
+
+
+def throughput_config(S) -> dict[str, Any]:
+    """The config of ``zhang_regime``'s stored result ``throughput`` (the profile is added by the store)."""
+    return {
+        "what": "training images per second by patch size (a timing)",
+        "official": dict(models.OFFICIAL_CHOICES),
+        **S.pick("dataset", "size", "batch_size", "mask_ratio", "timing_patches", "timing_steps"),
+    }
 
 
 def probe_subset(n_total: int, n: int | None, seed: int) -> torch.Tensor:

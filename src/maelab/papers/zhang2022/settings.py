@@ -19,6 +19,7 @@ from ...profiles import (
     is_number,
     is_ratio,
     is_str,
+    model_choices_setting,
     notebook_settings,
     optional,
     per_key,
@@ -45,6 +46,7 @@ class ZhangMaskGraphSettings(NotebookSettings):
     """
 
     SMOKE = {
+        "model_choices": "official",
         "n_images": 200,
         "mask_ratios": [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.95],
         "n_pairs": 20,
@@ -61,6 +63,7 @@ class ZhangMaskGraphSettings(NotebookSettings):
         "mae_epochs": 1,
     }
     GPU = {
+        "model_choices": "official",
         "n_images": 8000,
         "mask_ratios": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
         "n_pairs": 2000,
@@ -108,6 +111,8 @@ class ZhangMaskGraphSettings(NotebookSettings):
     )
     mae_epochs: int = setting(10, "Theorem 3.6: epochs of the normal micro MAE", is_int())
 
+    model_choices: str = model_choices_setting("legacy")
+
     def validate(self) -> None:
         if self.claim_k not in self.ks:
             raise ParameterError("claim_k", "one of ks " + str(list(self.ks)), self.claim_k)
@@ -142,6 +147,7 @@ class ZhangUMAESettings(NotebookSettings):
     """
 
     SMOKE = {
+        "model_choices": "official",
         "n_train": 128,
         "n_test": 64,
         "epochs": 2,
@@ -157,6 +163,7 @@ class ZhangUMAESettings(NotebookSettings):
         "probe_cs": [0.1],
     }
     GPU = {
+        "model_choices": "official",
         "size": "vit_tiny",
         "model_overrides": {"patch_size": 4},
         "n_train": 8000,
@@ -223,6 +230,7 @@ class ZhangUMAESettings(NotebookSettings):
         "logistic-regression C grid of the probe (None: maelab.evaluate.DEFAULT_CS)",
         optional(is_list(is_number(0.0, low_open=True))),
     )
+    model_choices: str = model_choices_setting("legacy")
 
 
 @notebook_settings
@@ -239,6 +247,7 @@ class ZhangAblationsSettings(NotebookSettings):
     """
 
     SMOKE = {
+        "model_choices": "official",
         "n_train": 128,
         "n_test": 64,
         "epochs": 1,
@@ -249,6 +258,7 @@ class ZhangAblationsSettings(NotebookSettings):
         "lams": [0.0, 0.01, 1.0],
     }
     GPU = {
+        "model_choices": "official",
         "size": "vit_tiny",
         "n_train": 10000,
         "n_test": 2000,
@@ -277,6 +287,8 @@ class ZhangAblationsSettings(NotebookSettings):
     )
     simmim_mask_ratio: float = setting(0.6, "mask ratio of SimMIM and U-SimMIM (the paper's 0.6)", is_ratio())
     simmim_lam: float = setting(0.01, "U-SimMIM's lambda (> 0: at 0 it is SimMIM)", is_number(0.0, low_open=True))
+
+    model_choices: str = model_choices_setting("legacy")
 
     def validate(self) -> None:
         if 0.0 not in self.lams or 0.01 not in self.lams or max(self.lams) < 0.1:
