@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from ... import evaluate, metrics
+from ..._util import dry_cap, dry_run_limits
 from ..._validate import ParameterError, in_range, one_of, positive_int
 
 __all__ = [
@@ -103,7 +104,9 @@ def decode_factors(
     """Decode every factor of :func:`factor_targets` from frozen features; accuracy for classes, R² otherwise.
 
     ``probe_method``: the :func:`maelab.evaluate.linear_probe` solver of the linear class decoders (``"logreg"``
-    or ``"logreg_torch"``: the same regularisation grid and validation rule, solved in torch, much faster)."""
+    or ``"logreg_torch"``: the same regularisation grid and validation rule, solved in torch, much faster). A dry
+    run (``maelab._util.dry_run_limits``) decodes from the first ``max(DryRunLimits.probe_examples, k)`` training
+    and test examples."""
     from sklearn.linear_model import RidgeCV
     from sklearn.metrics import r2_score
     from sklearn.neighbors import KNeighborsRegressor
@@ -117,6 +120,12 @@ def decode_factors(
         raise ParameterError("test_features", f"2-D features of width {xtr.shape[-1]}", xte.shape)
     if set(train_targets) != set(test_targets):
         raise ParameterError("test_targets", "the same factors as train_targets", sorted(test_targets))
+    dry = dry_run_limits()
+    if dry is not None:  # a dry run: the first examples (as linear_probe and knn_accuracy take them)
+        n = max(dry.probe_examples, k)
+        xtr, xte = xtr[:n], xte[:n]
+        train_targets = {f: np.asarray(v)[:n] for f, v in train_targets.items()}
+        test_targets = {f: np.asarray(v)[:n] for f, v in test_targets.items()}
     scaler = StandardScaler().fit(xtr)
     ztr, zte = scaler.transform(xtr), scaler.transform(xte)
     out = {}
@@ -336,12 +345,13 @@ def measure_encoder(
     row.update({f"lin_{k}": v for k, v in lin.items()}, lin_class=row["class_acc"])
     row.update({f"knn_{k}": v for k, v in decode_factors(ftr, ytr, fte, yte, method="knn", k=knn_k).items()})
     patch = model.patch_size
+    n_attention = dry_cap(n_attention, "eval_images")  # a dry run: a few images (maelab._util.DryRunLimits)
     att = silhouette_mass(
         cls_attention_maps(model, te.images[:n_attention]),
         token_object_fraction(te.latents["mask"][:n_attention], patch),
     )
     row["attn_mass"], row["attn_chance"] = float(att["mass"].mean()), float(att["chance"].mean())
-    n = n_token_images
+    n = dry_cap(n_token_images, "eval_images")
     tok = token_silhouette_probe(
         patch_tokens(model, tr.images[:n]),
         token_object_fraction(tr.latents["mask"][:n], patch),
