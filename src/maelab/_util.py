@@ -61,6 +61,8 @@ class DryRunLimits:
             k-NN (the first ``max(probe_examples, k)``; every test example is still classified).
         probe_iters: solver iterations per logistic-regression fit of a linear probe (its SGD variant: at most
             ``train_steps`` epochs), on one BLAS thread.
+        probe_grid: regularisation values a linear probe chooses from on its validation split (the first ones of
+            its ``Cs``; a probe with ``C`` given fits that one).
         mc_samples: Monte-Carlo samples (e.g. image pairs) per estimate of the library's analysis functions that
             read it (:func:`maelab.papers.zhang2022.mask_graph.distance_curves`).
         repeats: repetitions per loop of a notebook: every settings field declared ``repeats=True`` (seeds, mask
@@ -75,7 +77,8 @@ class DryRunLimits:
     train_batch: int = 4
     eval_images: int = 4
     probe_examples: int = 64
-    probe_iters: int = 3
+    probe_iters: int = 2
+    probe_grid: int = 2
     mc_samples: int = 8
     repeats: int = 2
 

@@ -334,6 +334,7 @@ def linear_probe(
         if has_test:
             xte, yte = xte[: dry.probe_examples], yte[: dry.probe_examples]
         max_iter, epochs, blas_threads = min(max_iter, dry.probe_iters), min(epochs, dry.train_steps), 1
+        Cs = tuple(Cs)[: dry.probe_grid]
     if len(torch.unique(ytr)) < 2:
         raise ParameterError("train_labels", "at least 2 distinct classes", int(len(torch.unique(ytr))))
     max_label = int(ytr.max()) if not has_test else max(int(ytr.max()), int(yte.max()))
