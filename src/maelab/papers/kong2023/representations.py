@@ -31,6 +31,7 @@ import torch
 from ... import evaluate, metrics
 from ..._util import dry_cap, dry_run_limits
 from ..._validate import ParameterError, in_range, one_of, positive_int
+from ...data import shapes as _shapes
 
 __all__ = [
     "CLASS_FACTORS",
@@ -50,15 +51,7 @@ __all__ = [
 
 #: the continuous low-level factors (``shapes.LATENT_LEVELS["low"]`` without the texture class, a class) whose
 #: mean linear R² the ``kong.latent_low_ext`` claim compares
-LOW_LEVEL_CONTINUOUS = (
-    "texture_freq",
-    "texture_orientation",
-    "texture_phase",
-    "texture_contrast",
-    "background",
-    "background_gradient",
-    "noise_std",
-)
+LOW_LEVEL_CONTINUOUS = tuple(f for f in _shapes.LATENT_LEVELS["low"] if f != "texture_class")
 
 CLASS_FACTORS = ("class", "texture_class")
 
