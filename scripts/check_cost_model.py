@@ -13,9 +13,30 @@ CPU calibration (:func:`maelab.cost.calibrate_cpu`, cached in ``.cache/cost``), 
   from scratch; when the measured training alone exceeds the wall time, runs came from the checkpoint cache and the
   comparison is reported as "resumed".
 
-Per run, the measured training time is also compared with the same configuration's other seeds: a run that took
-more than twice their median did identical work in more time, i.e. the machine was loaded (other sessions' jobs);
-such runs are flagged ``disturbed`` and the summary gives the ratio with and without them.
+The measured times come from a 2-core machine shared with other jobs. There a 2-thread torch step is slowed far more
+than 2x when another job holds a core (each parallel op waits for the descheduled thread: a step of the zhang_regime
+model took 1.1-1.8 s instead of ~55 ms, see ``benchmarks/cost_configs.py``), so identical runs differ by up to 13x.
+Each comparison is therefore also made against a **load-robust** measured time (:func:`robust_seconds`), which
+estimates the machine's undisturbed speed from identical work only, never from the model:
+
+* runs whose per-epoch seconds are stored (zhang_umae, zhang_regime): the median epoch x epochs. Every epoch is the
+  same number of identical steps, so a slowed epoch is an outlier; the median ignores any minority of them, and is
+  not biased low by the +-5 % epoch-to-epoch noise of an undisturbed run as the fastest epoch is (on undisturbed
+  runs the fastest epoch x epochs is 5-10 % below the measured total, the median 0-2 %);
+* other runs with seeds of identical work (zhang_ablations, bisulco_sweeps' seed cells): the fastest of them (2-3
+  runs, of which two may be disturbed; a run averages hundreds of steps, so the undisturbed ones agree within 2-7 %
+  and the fastest is barely biased low; the calibration uses the same rule, its fastest repetition);
+* a single run without per-epoch times (bisulco_sweeps' other cells, bisulco_jacobians): the raw time; load that
+  lasted a whole run, or a whole result (zhang_regime's three results: every epoch slow), is not removed.
+
+The wall comparison has a robust variant too: the wall time minus the training's excess over its robust estimate
+(the evaluation and probes keep their measured time). A run is flagged ``disturbed`` when it took more than twice
+the median of the runs of identical work in its notebook. The summary's "within x1.5" names the comparisons whose
+ratio is within 1/1.5..1.5.
+
+The predictions are only as undisturbed as the calibration: it is the fastest of several repetitions, which still
+errs slow when another job held a core for the whole calibration (its load average and float32 GEMM rate are in the
+calibration table: two idle cores of this machine give ~180 GFLOP/s, one ~90-100).
 
 Usage: ``PYTHONPATH=src python scripts/check_cost_model.py [--results data/results] [--csv out.csv] [--write]``.
 Prints one row per result and one summary row per notebook (ratio = predicted / measured; the issue asks for
@@ -77,7 +98,8 @@ def zhang_umae(results: Path, name: str):
     ft_epochs = st["finetune_epochs"] if name.startswith("compare") else 0
     cs = st.get("probe_cs")
     fits = 0 if not cs else (1 if len(cs) == 1 else len(cs) + 1)
-    runs, measured = [], []
+    runs, measured, epochs = [], [], []
+    curves = fr["curves"]
     for _, row in fr["runs"].iterrows():
         if row["variant"] == "random":
             evals = 2 * (base.n_train + base.n_test)
@@ -95,6 +117,7 @@ def zhang_umae(results: Path, name: str):
                 )
             )
             measured.append(None)
+            epochs.append(None)
             continue
         fields = ast.literal_eval(c["variants"][row["variant"]])
         spec = dataclasses.replace(base, **fields, seed=int(row["seed"]))
@@ -110,7 +133,9 @@ def zhang_umae(results: Path, name: str):
             )
         )
         measured.append(float(row["train_seconds"]))
-    return runs, measured, rec["provenance"]["wall_time_s"]
+        mine = curves[(curves["variant"] == row["variant"]) & (curves["seed"] == row["seed"])]
+        epochs.append([float(x) for x in mine["seconds"]])
+    return runs, measured, rec["provenance"]["wall_time_s"], epochs
 
 
 def zhang_ablations(results: Path, name: str):
@@ -120,7 +145,7 @@ def zhang_ablations(results: Path, name: str):
         _run(s, f"{s.model} m{s.mask_ratio} {models.canonical_overrides(dict(s.model_overrides))} s{s.seed}")
         for s in specs
     ]
-    return runs, [float(t) for t in fr["runs"]["train_seconds"]], rec["provenance"]["wall_time_s"]
+    return runs, [float(t) for t in fr["runs"]["train_seconds"]], rec["provenance"]["wall_time_s"], None
 
 
 def bisulco_sweeps(results: Path, name: str):
@@ -151,7 +176,7 @@ def bisulco_sweeps(results: Path, name: str):
             finetune_epochs=st["finetune_epochs"] if key and seed == seeds[0] else 0,
         )
         runs.append(_run(spec, f"enc{enc} dec{dec} p{patch} m{mask} s{seed}"))
-    return runs, [float(t) for t in fr["runs"]["train_seconds"]], rec["provenance"]["wall_time_s"]
+    return runs, [float(t) for t in fr["runs"]["train_seconds"]], rec["provenance"]["wall_time_s"], None
 
 
 def bisulco_jacobians(results: Path, name: str):
@@ -176,7 +201,7 @@ def bisulco_jacobians(results: Path, name: str):
     )
     # unlabelled (no online probe, no probes); the Jacobians are autograd work the model does not count
     run = dataclasses.replace(_run(spec, name, online_eval=False), eval_images=0)
-    return [run], [float(rec["data"]["train_seconds"])], rec["provenance"]["wall_time_s"]
+    return [run], [float(rec["data"]["train_seconds"])], rec["provenance"]["wall_time_s"], None
 
 
 def zhang_regime(results: Path, name: str):
@@ -187,8 +212,9 @@ def zhang_regime(results: Path, name: str):
     c = rec["provenance"]["config"]
     base = _spec(c["spec"])
     n_probe = c["probe_n_train"] or base.n_train
-    runs, measured = [], []
+    runs, measured, epochs = [], [], []
     timing = fr["timing"].set_index("variant")
+    history = fr["history"]
     for i, (variant, fields) in enumerate(c["variants"].items()):
         spec = dataclasses.replace(base, **dict(ast.literal_eval(fields)))
         snaps = len(c["curve_epochs"]) - (i > 0)  # the first variant also evaluates epoch 0 (random init)
@@ -213,7 +239,8 @@ def zhang_regime(results: Path, name: str):
             )
         )
         measured.append(float(timing.loc[variant, "train_seconds"]))
-    return runs, measured, rec["provenance"]["wall_time_s"]
+        epochs.append([float(x) for x in history.loc[history["variant"] == variant, "seconds"]])
+    return runs, measured, rec["provenance"]["wall_time_s"], epochs
 
 
 RESULTS = {
@@ -245,75 +272,144 @@ def _config(label: str) -> str:
     return label.rsplit(" s", 1)[0]
 
 
+def _work(run: cost.PlannedRun) -> tuple:
+    """What a run's step loop costs depends on: the same for every seed of one configuration (identical work)."""
+    return (run.model, run.size, run.overrides, run.img_size, run.channels, run.batch_size, run.steps, run.mask_ratio)
+
+
+def robust_seconds(measured: float, epochs: list[float] | None, same_work: list[float]) -> tuple[float, str]:
+    """A load-robust estimate of a run's undisturbed training seconds, and its basis (see the module docstring):
+
+    * the run's per-epoch step-loop seconds are stored: the **median epoch x epochs** (every epoch is identical work,
+      so an epoch slowed by other jobs is an outlier, and the median ignores any minority of them without the
+      downward bias of the fastest epoch);
+    * else, when other runs did identical work (``same_work``: the measured seconds of every run of the same
+      configuration, this one included): the **fastest of them** (a handful of seeds, two of which may be
+      disturbed; a whole run averages hundreds of steps, so the fastest one is not biased low by step noise);
+    * else the measured seconds themselves (one run, nothing to compare with).
+    """
+    if epochs:
+        return float(pd.Series(epochs).median()) * len(epochs), "median epoch x epochs"
+    if len(same_work) > 1:
+        return float(min(same_work)), f"fastest of {len(same_work)} runs"
+    return float(measured), "one run (raw)"
+
+
+def _within(ratio: float) -> bool:
+    return 1 / 1.5 <= ratio <= 1.5
+
+
 def check(results: Path, device: cost.Device) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per-result table, per-run table). A run is flagged ``disturbed`` when its measured training took more than
-    twice the median of the same configuration's other seeds (a criterion that does not use the model: identical
-    work, different time, i.e. load on the machine)."""
+    """(per-result table, per-run table). Per run: measured and predicted training seconds, the load-robust measured
+    seconds (:func:`robust_seconds`) and the ``disturbed`` flag: the run took more than twice the median of the runs
+    of identical work in the same notebook (all seeds of its configuration; a criterion that does not use the model:
+    identical work, different time, i.e. load on the machine)."""
     rows, per_run = [], []
     for nb, (fn, names) in RESULTS.items():
         for name in names:
-            runs, meas, wall = fn(results, name)
+            runs, meas, wall, epochs = fn(results, name)
+            epochs = epochs or [None] * len(runs)
             preds = [cost.predict(r, device) for r in runs]
-            trained = [(r, p, m) for r, p, m in zip(runs, preds, meas) if m is not None]
-            for r, p, m in trained:
+            for r, p, m, ep in zip(runs, preds, meas, epochs):
+                if m is None:
+                    continue
                 per_run.append(
                     {
                         "notebook": nb,
                         "result": name,
                         "run": r.label,
                         "config": _config(r.label),
+                        "work": _work(r),
+                        "epochs": ep,
                         "train s (measured)": m,
                         "train s (predicted)": p["train_s"],
                         "ratio": p["train_s"] / m,
                     }
                 )
-            train_meas = sum(m for _, _, m in trained)
-            train_pred = sum(p["train_s"] for _, p, _ in trained)
-            total_pred = sum(p["seconds"] for p in preds)
-            resumed = train_meas > wall
             rows.append(
                 {
                     "notebook": nb,
                     "result": name,
-                    "runs": len(trained),
-                    "train min (measured)": train_meas / 60,
-                    "train min (predicted)": train_pred / 60,
-                    "train ratio": train_pred / train_meas,
                     "wall min (measured)": wall / 60,
-                    "total min (predicted)": total_pred / 60,
-                    "wall ratio": float("nan") if resumed else total_pred / wall,
-                    "note": "resumed (training cached)" if resumed else "",
+                    "total min (predicted)": sum(p["seconds"] for p in preds) / 60,
                 }
             )
     pr = pd.DataFrame(per_run)
-    med = pr.groupby(["notebook", "config"])["train s (measured)"].transform("median")
-    pr["disturbed"] = pr["train s (measured)"] > 2 * med
-    return pd.DataFrame(rows), pr
+    same = pr.groupby(["notebook", pr["work"].map(repr)])["train s (measured)"]
+    pr["disturbed"] = pr["train s (measured)"] > 2 * same.transform("median")
+    groups = same.transform(lambda x: [list(x)] * len(x))
+    robust = [robust_seconds(m, ep, g) for m, ep, g in zip(pr["train s (measured)"], pr["epochs"], groups)]
+    pr["train s (robust)"] = [x[0] for x in robust]
+    pr["robust basis"] = [x[1] for x in robust]
+    pr["ratio (robust)"] = pr["train s (predicted)"] / pr["train s (robust)"]
+    pr = pr.drop(columns=["work", "epochs"])
+    out = []
+    for row in rows:
+        r = pr[(pr["notebook"] == row["notebook"]) & (pr["result"] == row["result"])]
+        meas, rob, pred = (r[f"train s ({k})"].sum() for k in ("measured", "robust", "predicted"))
+        wall = row["wall min (measured)"]
+        resumed = meas / 60 > wall
+        # the wall time with the training's measured excess over its robust estimate taken out
+        wall_rob = wall - (meas - rob) / 60
+        total = row["total min (predicted)"]
+        out.append(
+            {
+                "notebook": row["notebook"],
+                "result": row["result"],
+                "runs": len(r),
+                "train min (measured)": meas / 60,
+                "train min (robust)": rob / 60,
+                "train min (predicted)": pred / 60,
+                "train ratio": pred / meas,
+                "train ratio (robust)": pred / rob,
+                "wall min (measured)": wall,
+                "wall min (robust training)": float("nan") if resumed else wall_rob,
+                "total min (predicted)": total,
+                "wall ratio": float("nan") if resumed else total / wall,
+                "wall ratio (robust training)": float("nan") if resumed else total / wall_rob,
+                "note": "resumed (training cached)" if resumed else "",
+            }
+        )
+    return pd.DataFrame(out), pr
 
 
 def summary(df: pd.DataFrame, pr: pd.DataFrame) -> pd.DataFrame:
-    """One row per notebook and one for all: the whole computation (wall time of the results computed from scratch
-    against the predicted training + fine-tuning + evaluation + probes) and the training alone (every run, from the
-    trainer's own step-loop seconds); ratio = predicted / measured."""
+    """One row per notebook and one for all, ratio = predicted / measured: the whole computation (wall time of the
+    results computed from scratch against the predicted training + fine-tuning + evaluation + probes; raw, and with
+    the training's excess over its robust estimate taken out) and the training alone (every run, from the trainer's
+    own step-loop seconds; raw and robust). "within x1.5" names the comparisons whose ratio is within 1/1.5..1.5."""
     out = []
     groups = [(nb, g, pr[pr["notebook"] == nb]) for nb, g in df.groupby("notebook", sort=False)]
     for nb, g, r in groups + [("all", df, pr)]:
         fresh = g[g["note"] == ""]
-        within = (r["ratio"] >= 1 / 1.5) & (r["ratio"] <= 1.5)
-        wall_m, wall_p = fresh["wall min (measured)"].sum(), fresh["total min (predicted)"].sum()
-        ratio = wall_p / wall_m if len(fresh) else float("nan")
+        pred = fresh["total min (predicted)"].sum()
+        ratios = {
+            "wall": pred / fresh["wall min (measured)"].sum() if len(fresh) else float("nan"),
+            "wall (robust training)": pred / fresh["wall min (robust training)"].sum() if len(fresh) else float("nan"),
+            "training": r["train s (predicted)"].sum() / r["train s (measured)"].sum(),
+            "training (robust)": r["train s (predicted)"].sum() / r["train s (robust)"].sum(),
+        }
+        within = [k for k, v in ratios.items() if _within(v)]
+
+        def fresh_only(v, digits, fresh=fresh):
+            return round(v, digits) if len(fresh) else "—"
+
         out.append(
             {
                 "notebook": nb,
                 "results from scratch": f"{len(fresh)}/{len(g)}",
-                "wall min (measured)": round(wall_m, 1) if len(fresh) else "—",
-                "min (predicted)": round(wall_p, 1) if len(fresh) else "—",
-                "ratio": round(ratio, 2) if len(fresh) else "—",
-                "within x1.5": ("yes" if 1 / 1.5 <= ratio <= 1.5 else "no") if len(fresh) else "—",
+                "wall min (measured)": fresh_only(fresh["wall min (measured)"].sum(), 1),
+                "wall min (robust training)": fresh_only(fresh["wall min (robust training)"].sum(), 1),
+                "min (predicted)": fresh_only(pred, 1),
+                "wall ratio": fresh_only(ratios["wall"], 2),
+                "wall ratio (robust training)": fresh_only(ratios["wall (robust training)"], 2),
                 "training runs": len(r),
-                "training ratio": round(r["train s (predicted)"].sum() / r["train s (measured)"].sum(), 2),
-                "runs within x1.5": f"{int(within.sum())}/{len(r)}",
                 "disturbed runs": int(r["disturbed"].sum()),
+                "training ratio": round(ratios["training"], 2),
+                "training ratio (robust)": round(ratios["training (robust)"], 2),
+                "runs within x1.5": f"{int(r['ratio'].map(_within).sum())}/{len(r)}",
+                "runs within x1.5 (robust)": f"{int(r['ratio (robust)'].map(_within).sum())}/{len(r)}",
+                "within x1.5": ", ".join(within) if within else "none",
             }
         )
     return pd.DataFrame(out)
@@ -332,6 +428,7 @@ def write(df: pd.DataFrame, pr: pd.DataFrame, cal: cost.CpuCalibration, results:
         "training calibrated": cal.date_utc,
         "probes calibrated": cal.probes_date_utc,
         "matmul GFLOP/s": round(cal.matmul_flops_per_s / 1e9, 1),
+        "load average (before -> after)": f"{cal.loadavg[0]:.2f} -> {cal.loadavg[1]:.2f}",
     }
     store.save(
         "cost_check",
@@ -356,8 +453,11 @@ def main(argv=None) -> int:
         df, pr = check(Path(args.results), cost.cpu_device(cal))
         print(df.to_string(index=False))
         print(
-            "disturbed runs:",
-            pr[pr["disturbed"]][["result", "run", "train s (measured)", "ratio"]].to_string(index=False),
+            "runs off by more than x1.5 (raw or robust), and disturbed runs:",
+            pr[pr["disturbed"] | ~pr["ratio"].map(_within) | ~pr["ratio (robust)"].map(_within)]
+            .drop(columns=["notebook", "config"])
+            .to_string(index=False),
+            sep="\n",
         )
         print(summary(df, pr).to_string(index=False))
     if args.write:

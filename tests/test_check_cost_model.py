@@ -1,0 +1,65 @@
+"""The load-robust measured time and the summary of scripts/check_cost_model.py (no timings, no stored results)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "scripts" / "check_cost_model.py"
+
+
+@pytest.fixture(scope="module")
+def ccm():
+    spec = importlib.util.spec_from_file_location("check_cost_model", _PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_robust_seconds_median_epoch_ignores_a_slowed_minority(ccm):
+    # 25 identical epochs of ~2.2 s, three slowed by other jobs (the committed compare_shapes mae s0 looked like this)
+    epochs = [2.2] * 22 + [56.0, 40.0, 30.0]
+    t, basis = ccm.robust_seconds(sum(epochs), epochs, [sum(epochs), 55.0, 56.0])
+    assert t == pytest.approx(2.2 * 25) and basis == "median epoch x epochs"
+
+
+def test_robust_seconds_fastest_of_identical_runs_then_raw(ccm):
+    t, basis = ccm.robust_seconds(771.0, None, [57.3, 135.7, 771.0])
+    assert t == 57.3 and basis == "fastest of 3 runs"
+    t, basis = ccm.robust_seconds(160.6, None, [160.6])
+    assert t == 160.6 and basis == "one run (raw)"
+
+
+def test_summary_names_the_comparisons_within_x1_5(ccm):
+    df = pd.DataFrame(
+        [
+            {
+                "notebook": "nb",
+                "result": "r",
+                "wall min (measured)": 20.0,
+                "wall min (robust training)": 8.0,
+                "total min (predicted)": 9.0,
+                "note": "",
+            }
+        ]
+    )
+    pr = pd.DataFrame(
+        {
+            "notebook": ["nb"] * 3,
+            "train s (measured)": [60.0, 60.0, 720.0],
+            "train s (robust)": [60.0, 60.0, 60.0],
+            "train s (predicted)": [70.0, 70.0, 70.0],
+            "ratio": [70 / 60, 70 / 60, 70 / 720],
+            "ratio (robust)": [70 / 60] * 3,
+            "disturbed": [False, False, True],
+        }
+    )
+    s = ccm.summary(df, pr).set_index("notebook")
+    assert s.loc["nb", "wall ratio"] == 0.45 and s.loc["nb", "wall ratio (robust training)"] == 1.12
+    assert s.loc["nb", "training ratio"] == 0.25 and s.loc["nb", "training ratio (robust)"] == 1.17
+    assert s.loc["nb", "within x1.5"] == "wall (robust training), training (robust)"
+    assert s.loc["nb", "runs within x1.5"] == "2/3" and s.loc["nb", "runs within x1.5 (robust)"] == "3/3"
+    assert s.loc["nb", "disturbed runs"] == 1
