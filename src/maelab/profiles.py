@@ -229,13 +229,13 @@ def setting(
 #: The named sets of official-code model choices a notebook's ``model_choices`` setting picks
 #: (:data:`maelab.models.CHOICE_SETS`; issue 15).
 MODEL_CHOICE_SETS = ("official", "legacy")
-#: Why a profile pins the legacy choices: the reason in the ``model_choices`` setting's one-line doc.
+#: Why a profile pins the legacy choices, the reason given in the ``model_choices`` setting's one-line doc.
 LEGACY_PIN_REASON = "committed cpu results computed before the flip; re-run pending, issue 15"
 
 
 def model_choices_setting(default: str = "official") -> Any:
     """The ``model_choices`` setting of a notebook that trains models: "official" (the official U-MAE / MAE code's
-    choices, the library default) or "legacy" (maelab's first ones, :data:`maelab.models.LEGACY_CHOICES`), resolved
+    choices, the library default) or "legacy" (maelab's first ones, ``maelab.models.LEGACY_CHOICES``), resolved
     by :func:`maelab.models.choice_set`. ``default`` is the cpu value; "legacy" only where committed cpu results were
     computed with the legacy choices (the doc then says so, :data:`LEGACY_PIN_REASON`): one mechanism for every
     notebook. "legacy" is left out of result keys (``omit_at``): the keys of results computed before the setting
@@ -348,7 +348,7 @@ class NotebookSettings:
         return {n: getattr(self, n) for n in self.field_names()}
 
     def key_dict(self) -> dict[str, Any]:
-        """:meth:`as_dict` as result keys list the settings (claims records, plan tables): without the fields at
+        """``as_dict()`` as result keys list the settings (claims records, plan tables): without the fields at
         their ``omit_at`` value (see :func:`setting`), so that adding such a field keeps the existing keys."""
         omit = {f.name: f.metadata["omit_at"] for f in dataclasses.fields(self) if "omit_at" in f.metadata}  # type: ignore[arg-type]
         return {n: v for n, v in self.as_dict().items() if not (n in omit and v == omit[n])}

@@ -167,8 +167,8 @@ _COMMON_OPTIONS = (
 )
 
 
-#: Defaults of the official-code choices (issue 15): the official U-MAE / MAE code's (``OFFICIAL_CHOICES``), so a
-#: model built without overrides is the official one. maelab's first choices (``LEGACY_CHOICES``) stay an option:
+#: The defaults of the official-code choices are the official U-MAE / MAE code's (``OFFICIAL_CHOICES``, issue 15),
+#: so a model built without overrides is the official one. maelab's first choices (``LEGACY_CHOICES``) stay an option:
 #: committed results were computed with them, and a run pinned to them reproduces those results.
 CHOICE_DEFAULTS: dict[str, Any] = dict(OFFICIAL_CHOICES)
 

@@ -34,8 +34,8 @@ from maelab.train.loop import NonFiniteLossError
 
 from . import decoder
 
-#: the variants, whose model options come on top of the shared recipe: the official softmax attention, the same
-#: kernel without the row normalisation, and the attention residual scaled, x <- beta x + attn(norm1(x)).
+#: The variants, whose model options come on top of the shared recipe, are the official softmax attention, the
+#: same kernel without the row normalisation, and the attention residual scaled, x <- beta x + attn(norm1(x)).
 VARIANT_NAMES = ("softmax", "exp", "skip")
 
 

@@ -190,7 +190,7 @@ def rerun_runs(S) -> int:
 
 def base_spec(S, patch_size: int | None = None) -> experiments.PretrainSpec:
     """The pre-training run ``zhang_regime`` shares between MAE and U-MAE (method and seed set per run), with the
-    official-code model choices (:data:`maelab.models.OFFICIAL_CHOICES`); ``S``: its settings."""
+    official-code model choices (``maelab.models.OFFICIAL_CHOICES``); ``S``: its settings."""
     patch = S.patch_size if patch_size is None else patch_size
     return experiments.PretrainSpec(
         dataset=S.dataset,
@@ -374,13 +374,21 @@ __all__ = [
     "KNN_K",
     "METRICS",
     "POOLS",
+    "affordable_images",
+    "base_spec",
+    "curves_config",
     "first_learned",
+    "images_per_run",
     "learned_margin",
     "margin_extrapolation",
     "probe_subset",
     "raw_pixel_row",
+    "rerun_runs",
     "seed_curves",
     "snapshot_row",
     "step_throughput",
+    "throughput_config",
+    "trainer_images_per_second",
     "training_minutes",
+    "variants",
 ]
