@@ -17,6 +17,18 @@ def cache(tmp_path, monkeypatch):
     return tmp_path
 
 
+def load_repo_script(relpath: str):
+    """A script of the repository (``benchmarks/...``, ``scripts/...``) imported as a module, for its tests."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / relpath
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _files(root):
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file() and p.name[0] != "."}
 

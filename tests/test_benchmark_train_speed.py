@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
+from conftest import load_repo_script
 
 from maelab import cost, models
-
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "train_speed.py"
 
 
 @pytest.fixture(scope="module")
 def ts():
-    spec = importlib.util.spec_from_file_location("train_speed", _PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_repo_script("benchmarks/train_speed.py")
 
 
 def test_mfu_arithmetic(ts):

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pandas as pd
 import pytest
-
-_PATH = Path(__file__).resolve().parents[1] / "scripts" / "check_cost_model.py"
+from conftest import load_repo_script
 
 
 @pytest.fixture(scope="module")
 def ccm():
-    spec = importlib.util.spec_from_file_location("check_cost_model", _PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_repo_script("scripts/check_cost_model.py")
 
 
 def test_robust_seconds_median_epoch_ignores_a_slowed_minority(ccm):
