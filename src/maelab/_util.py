@@ -57,8 +57,8 @@ class DryRunLimits:
         eval_images: images per evaluation pass (the trainer's probe accuracy, :func:`maelab.evaluate.
             extract_features`, reconstruction losses); feature extraction computes the first ``eval_images``
             images and repeats their rows to the full ``(N, D)`` shape, so every consumer sees the real shapes.
-        probe_examples: training and test examples per linear probe (the first ones), and training examples per
-            k-NN (the first ``max(probe_examples, k)``; every test example is still classified).
+        probe_examples: training and test examples per linear probe (evenly spaced over the split), and training
+            examples per k-NN (the first ``max(probe_examples, k)``; every test example is still classified).
         probe_iters: solver iterations per logistic-regression fit of a linear probe (its SGD variant: at most
             ``train_steps`` epochs), on one BLAS thread.
         probe_grid: regularisation values a linear probe chooses from on its validation split (the first ones of

@@ -329,10 +329,13 @@ def linear_probe(
         if xte.shape[1] != xtr.shape[1]:
             raise ParameterError("test_features", f"width {xtr.shape[1]} like train_features", tuple(xte.shape))
     dry = dry_run_limits()
-    if dry is not None:  # dry run: the first examples, a few solver iterations (the code path, not the accuracy)
-        xtr, ytr = xtr[: dry.probe_examples], ytr[: dry.probe_examples]
+    if dry is not None:  # dry run: a few examples, a few solver iterations (the code path, not the accuracy)
+        # evenly spaced, not the first ones: a split stored class by class (cifar_dogcat) still gives >= 2 classes
+        sel = torch.linspace(0, len(ytr) - 1, min(len(ytr), dry.probe_examples)).round().long()
+        xtr, ytr = xtr[sel], ytr[sel]
         if has_test:
-            xte, yte = xte[: dry.probe_examples], yte[: dry.probe_examples]
+            sel = torch.linspace(0, len(yte) - 1, min(len(yte), dry.probe_examples)).round().long()
+            xte, yte = xte[sel], yte[sel]
         max_iter, epochs, blas_threads = min(max_iter, dry.probe_iters), min(epochs, dry.train_steps), 1
         Cs = tuple(Cs)[: dry.probe_grid]
     if len(torch.unique(ytr)) < 2:

@@ -62,14 +62,19 @@ def _probe_kwargs(probe_cs) -> dict:
     return {"C": cs[0]} if len(cs) == 1 else {"Cs": tuple(cs)}
 
 
-def _pool_metrics(model, tr, te, seed: int, probe_cs=None) -> tuple[dict, dict, dict]:
+PROBE_METHODS = ("logreg", "logreg_torch")
+
+
+def _pool_metrics(model, tr, te, seed: int, probe_cs=None, probe_method: str = "logreg") -> tuple[dict, dict, dict]:
     """Linear probe (logreg), k-NN, effective rank and singular values of the test features, for both pools."""
     kw = _probe_kwargs(probe_cs)
+    if probe_method not in PROBE_METHODS:
+        raise ParameterError("probe_method", " | ".join(PROBE_METHODS), probe_method)
     row, sv, feats = {}, {}, {}
     for pool in POOLS:
         sfx = "" if pool == "cls" else "_mean"
         ftr, fte = _features(model, tr.images, pool), _features(model, te.images, pool)
-        lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg", seed=seed, blas_threads=1, **kw)
+        lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method=probe_method, seed=seed, blas_threads=1, **kw)
         row["linear_acc" + sfx] = float(lp.test_acc)
         row["knn_acc" + sfx] = float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels))
         row["effective_rank" + sfx] = float(metrics.effective_rank(fte))
@@ -84,6 +89,7 @@ def evaluate_run(
     rank_epochs: Sequence[int] = (),
     finetune_epochs: int = 0,
     probe_cs: Sequence[float] | None = None,
+    probe_method: str = "logreg",
     device: str = "auto",
     progress: bool | None = None,
 ) -> dict[str, Any]:
@@ -95,6 +101,8 @@ def evaluate_run(
     recipe of :func:`maelab.experiments.pretrain_and_evaluate`). ``probe_cs``: inverse regularisations of the
     logistic-regression probe (chosen on a 20 % validation split of the training features; one value: used as
     is; None: :data:`maelab.evaluate.DEFAULT_CS`, six values, about twice the probe cost of three).
+    ``probe_method``: "logreg" (scikit-learn, the default: the first committed results used it) or "logreg_torch"
+    (the same fit by L-BFGS in torch, :func:`maelab.evaluate.linear_probe`).
 
     Returns ``row`` (the numbers of :data:`METRICS`), ``history`` (trainer history), ``ranks`` (list of
     [epoch, rank cls, rank mean]), ``sv`` ({pool: singular values of the test features}), ``test_features``
@@ -111,7 +119,7 @@ def evaluate_run(
     model, res, tr, te = experiments.pretrain(spec, device=str(dev), progress=progress)
     if tr.labels is None or te.labels is None:
         raise ParameterError("dataset", "a labelled dataset (mnist10k, shapes, cifar10, imagefolder)", spec.dataset)
-    row, sv, feats = _pool_metrics(model, tr, te, spec.seed, probe_cs)
+    row, sv, feats = _pool_metrics(model, tr, te, spec.seed, probe_cs, probe_method)
     row["rec_loss"] = experiments.reconstruction_loss(model, te.images, spec.mask_ratio, seed=spec.seed)
     row["train_seconds"] = float(sum(h["seconds"] for h in res.history))
     ranks = [
@@ -157,13 +165,17 @@ def evaluate_run(
 
 
 def random_init_run(
-    spec: experiments.PretrainSpec, *, probe_cs: Sequence[float] | None = None, device: str = "auto"
+    spec: experiments.PretrainSpec,
+    *,
+    probe_cs: Sequence[float] | None = None,
+    probe_method: str = "logreg",
+    device: str = "auto",
 ) -> dict[str, Any]:
     """The untrained model of ``spec`` evaluated like a trained one (no fine-tuning): ``row`` and ``sv``."""
     dev = resolve_device(device)
     tr, te = experiments.load_data(spec, dev, progress=False)
     model = experiments.build_model(spec).to(dev)
-    row, sv, _ = _pool_metrics(model, tr, te, spec.seed, probe_cs)
+    row, sv, _ = _pool_metrics(model, tr, te, spec.seed, probe_cs, probe_method)
     return {"row": row, "sv": sv}
 
 
@@ -178,6 +190,7 @@ def compare(
     random_init: bool = True,
     features_seed: int | None = None,
     probe_cs: Sequence[float] | None = None,
+    probe_method: str = "logreg",
     device: str = "auto",
     progress: bool | None = None,
 ) -> dict[str, Any]:
@@ -187,7 +200,8 @@ def compare(
     "umae": {"model": "umae", "model_overrides": (("lambda_unif", 0.01),)}}``); ``seed`` is set per run.
     ``finetune_variants``: the variants that are also fine-tuned (``finetune_epochs``). ``random_init``: add rows
     of variant ``"random"`` (the untrained model of the first variant). ``features_seed``: keep the test features
-    (cls) of this seed for every variant (``features_<name>``, ``labels``).
+    (cls) of this seed for every variant (``features_<name>``, ``labels``). ``probe_cs``, ``probe_method``: the
+    probe of :func:`evaluate_run`.
 
     Returns ``runs`` (DataFrame: variant, seed, :data:`METRICS`), ``curves`` (variant, seed and the trainer's
     per-epoch history), ``ranks`` (variant, seed, epoch, effective_rank, effective_rank_mean) and arrays
@@ -200,6 +214,8 @@ def compare(
     for name in variants:
         if not isinstance(name, str) or not name.replace("_", "a").isalnum() or name == "random":
             raise ParameterError("variant name", "an identifier-like string other than 'random'", name)
+    if probe_method not in PROBE_METHODS:
+        raise ParameterError("probe_method", " | ".join(PROBE_METHODS), probe_method)
     unknown = [v for v in finetune_variants if v not in variants]
     if unknown:
         raise ParameterError("finetune_variants", "names among the variants", unknown[0])
@@ -215,6 +231,7 @@ def compare(
                 spec,
                 rank_epochs=rank_epochs,
                 probe_cs=probe_cs,
+                probe_method=probe_method,
                 device=device,
                 progress=progress,
                 finetune_epochs=finetune_epochs if name in finetune_variants else 0,
@@ -232,7 +249,12 @@ def compare(
     if random_init:
         first = next(iter(variants.values()))
         for s in seeds:
-            r = random_init_run(dataclasses.replace(base, **dict(first), seed=s), probe_cs=probe_cs, device=device)
+            r = random_init_run(
+                dataclasses.replace(base, **dict(first), seed=s),
+                probe_cs=probe_cs,
+                probe_method=probe_method,
+                device=device,
+            )
             rows.append(
                 {
                     "variant": "random",
