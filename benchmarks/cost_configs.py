@@ -60,7 +60,7 @@ RESULTS = ROOT / "data" / "results"
 
 #: name -> (notebook, committed result, label of one of its runs): the configurations to re-time.
 CONFIGS = {
-    "mae_micro": ("zhang_umae", "compare_shapes", "umae s1"),
+    "mae_micro": ("zhang_umae", "compare_fashion_mnist", "umae s1"),
     "simmim": ("zhang_ablations", "simmim", "simmim m0.6 {'lambda_unif': 0.0} s0"),
     "usimmim": ("zhang_ablations", "simmim", "usimmim m0.6 {'lambda_unif': 0.01} s0"),
     "depth_enc1_dec8": ("bisulco_sweeps", "depth_grid", "enc1 dec8 p4 m0.75 s0"),

@@ -53,7 +53,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from maelab import cost, models, store
+from maelab import cost, models, profiles, store
 from maelab.experiments import PretrainSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,6 +97,7 @@ def zhang_umae(results: Path, name: str):
     rank_eps = sorted({e for e in st["rank_epochs"] if e <= last} | {0, last})
     ft_epochs = st["finetune_epochs"] if name.startswith("compare") else 0
     cs = st.get("probe_cs")
+    kind = st.get("probe_method", "logreg")
     fits = 0 if not cs else (1 if len(cs) == 1 else len(cs) + 1)
     runs, measured, epochs = [], [], []
     curves = fr["curves"]
@@ -111,7 +112,7 @@ def zhang_umae(results: Path, name: str):
                     channels=base.channels,
                     eval_images=evals,
                     jobs=(
-                        cost.EvalJob("logreg", base.n_train, base.n_test, count=2, fits=fits),
+                        cost.EvalJob(kind, base.n_train, base.n_test, count=2, fits=fits),
                         cost.EvalJob("knn", base.n_train, base.n_test, count=2),
                     ),
                 )
@@ -130,6 +131,7 @@ def zhang_umae(results: Path, name: str):
                 finetune_epochs=ft_epochs,
                 pools=2,
                 probe_fits=fits,
+                probe_kind=kind,
             )
         )
         measured.append(float(row["train_seconds"]))
@@ -243,8 +245,13 @@ def zhang_regime(results: Path, name: str):
     return runs, measured, rec["provenance"]["wall_time_s"], epochs
 
 
+_UMAE = profiles.settings("zhang_umae", "cpu")  # the results its cpu run stores
+
 RESULTS = {
-    "zhang_umae": (zhang_umae, ["compare_shapes", "compare_mnist10k", "investigate_shapes"]),
+    "zhang_umae": (
+        zhang_umae,
+        [f"compare_{ds}" for ds in _UMAE.datasets] + [f"investigate_{_UMAE.investigate_dataset}"],
+    ),
     "zhang_ablations": (zhang_ablations, ["lambda_sweep", "simmim", "no_mask"]),
     "bisulco_sweeps": (bisulco_sweeps, ["depth_grid", "patch_mask_grid"]),
     "zhang_regime": (zhang_regime, ["curves_s0", "curves_s1", "curves_s2"]),

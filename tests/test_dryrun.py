@@ -250,6 +250,23 @@ def test_knn_reads_the_first_training_examples_in_a_dry_run(monkeypatch):
     assert dry.shape == (40,) and torch.equal(dry, evaluate.knn_predict(xtr[:n], ytr[:n], xte, k=5, num_classes=3))
 
 
+def test_a_dry_run_probe_spreads_its_examples_over_a_split_stored_class_by_class(monkeypatch):
+    """A split stored class by class (cifar_dogcat: the dogs, then the cats): the first examples would be one class
+    and the probe would refuse them; the dry run takes evenly spaced ones, so both classes are in."""
+    from maelab import evaluate
+
+    g = torch.Generator().manual_seed(0)
+    n = 3 * DryRunLimits().probe_examples
+    xtr, xte = torch.randn(n, 6, generator=g), torch.randn(n, 6, generator=g)
+    y = torch.cat([torch.zeros(n // 2, dtype=torch.long), torch.ones(n - n // 2, dtype=torch.long)])
+    monkeypatch.setenv(DRY_RUN_ENV, "1")
+    r = evaluate.linear_probe(xtr, y, xte, y, method="logreg_torch", C=1.0)
+    assert 0.0 <= r.test_acc <= 1.0
+    monkeypatch.delenv(DRY_RUN_ENV)
+    with pytest.raises(ParameterError, match="^train_labels"):  # what the first examples alone would have given
+        evaluate.linear_probe(xtr[: n // 2], y[: n // 2], method="logreg_torch", C=1.0)
+
+
 def test_a_dry_run_evaluates_at_the_first_and_last_evaluation_epochs_only(monkeypatch):
     from maelab.train.loop import _evaluates
 

@@ -894,6 +894,7 @@ class PlannedRun:
         pipeline_eval: bool = True,
         jobs: tuple = (),
         probe_fits: int = 0,
+        probe_kind: str = "logreg",
     ) -> PlannedRun:
         """The run :func:`maelab.experiments.pretrain_and_evaluate` makes of a ``PretrainSpec``: ``epochs *
         (n_train // batch)`` steps; evaluation = online probe on ``n_test`` every ``max(1, epochs // 10)`` epochs
@@ -904,8 +905,8 @@ class PlannedRun:
 
         The pipeline's evaluation of the final model (``pipeline_eval``; False for a caller that evaluates snapshots
         itself, e.g. :func:`maelab.experiments.pretrain`) is, per pooling (``pools``), a scikit-learn linear probe
-        and a k-NN on the train / test features (:class:`EvalJob`, ``probe_fits`` fits per probe: see there);
-        ``jobs`` adds the caller's own."""
+        and a k-NN on the train / test features (:class:`EvalJob`, ``probe_fits`` fits per probe: see there; the
+        probe's ``probe_kind``: "logreg" or "logreg_torch"); ``jobs`` adds the caller's own."""
         n_tr, n_te = int(spec.n_train), int(spec.n_test or 0)
         batch = min(spec.batch_size, n_tr)
         every = max(1, spec.epochs // 10)
@@ -921,7 +922,7 @@ class PlannedRun:
         evals = n_evals * n_te + final + n_ranks * n_te + ft_epochs * n_te + extra_eval_images
         positive_int("pools", pools)
         if pipeline_eval and n_te:
-            lp = EvalJob("logreg", n_tr, n_te, count=pools, fits=probe_fits)
+            lp = EvalJob(probe_kind, n_tr, n_te, count=pools, fits=probe_fits)
             jobs = (lp, EvalJob("knn", n_tr, n_te, count=pools), *jobs)
         return cls(
             label=label or spec.key,

@@ -131,8 +131,35 @@ def test_finetune_precondition():
         (lambda: U.compare(_spec(), {"mae": {}}, seeds=[0, 0]), "seeds"),
         (lambda: U.compare(_spec(), {"mae": {}}, seeds=[0], finetune_variants=("umae",)), "finetune_variants"),
         (lambda: U.evaluate_run(_spec(), rank_epochs=(5,)), "rank_epochs"),
+        (lambda: U.compare(_spec(), {"mae": {}}, seeds=[0], probe_method="sgd"), "probe_method"),
     ],
 )
 def test_bad_input(call, name):
     with pytest.raises(ParameterError, match=f"^{name}"):
         call()
+
+
+def test_probe_method_logreg_torch_fits_the_same_probe(cache):
+    """probe_method="logreg_torch" (the cpu profile's) is the scikit-learn probe's problem solved in torch: on the
+    same run's features both choose a C and land within 1.5 points of each other (one C grid, 20 % validation)."""
+    a = U.evaluate_run(_spec(), device="cpu", progress=False, probe_cs=[0.1, 1.0])
+    b = U.evaluate_run(_spec(), device="cpu", progress=False, probe_cs=[0.1, 1.0], probe_method="logreg_torch")
+    for m in ("linear_acc", "linear_acc_mean"):
+        assert abs(a["row"][m] - b["row"][m]) <= 0.015, m
+    assert a["row"]["knn_acc"] == b["row"]["knn_acc"]  # everything but the probe is the same run
+
+
+@pytest.mark.parametrize(
+    "over, name",
+    [
+        ({"datasets": ["fashion_mnist"], "investigate_dataset": "mnist"}, "investigate_dataset"),
+        ({"patch_size": 5}, "patch_size"),  # 28 px: 5 does not divide it
+        ({"patch_size": {"fashion_mnist": 8}}, "patch_size"),
+        ({"n_test": {"fashion_mnist": 1}}, "n_test"),
+    ],
+)
+def test_umae_settings_refuse_what_cannot_run(over, name):
+    from maelab import profiles
+
+    with pytest.raises(ParameterError, match=f"^{name}"):
+        profiles.settings("zhang_umae", "cpu", **over)

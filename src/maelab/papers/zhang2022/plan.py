@@ -5,7 +5,8 @@ Built from each profile's settings exactly as the notebooks build their ``Pretra
 
 * ``zhang_umae``: per dataset, MAE and U-MAE for every seed (:func:`maelab.papers.zhang2022.umae.evaluate_run`:
   pre-training with online probe, features of train + test for both poolings, the test features at every rank
-  epoch for both poolings, fine-tuning), plus the random-init features (both poolings) per seed.
+  epoch for both poolings, fine-tuning), plus the random-init features (both poolings) per seed, and the
+  investigation's runs (no fine-tuning).
 * ``zhang_ablations``: every run of Table 3 (lambda x seeds), Table 2 (SimMIM, U-SimMIM) and the no-mask ablation
   (:func:`maelab.experiments.pretrain_and_evaluate`).
 * ``zhang_mask_graph``: Theorem 3.6's collapsed decoders (``collapse_steps`` per mask ratio and seed, counted as
@@ -28,60 +29,86 @@ def _per_ds(v, ds):
     return v[ds] if isinstance(v, dict) else v
 
 
+_GREY28 = ("fashion_mnist", "mnist")
+
+
 def umae_runs(profile: str) -> list[PlannedRun]:
     S = settings("zhang_umae", profile)
     runs = []
-    for ds in list(S.datasets) + (["cifar10"] if S.data_root else []):
-        n_tr, ep = _per_ds(S.n_train, ds), _per_ds(S.epochs, ds)
-        base = PretrainSpec(
+    fits = 1 if S.probe_cs is not None and len(S.probe_cs) == 1 else (len(S.probe_cs) + 1 if S.probe_cs else 0)
+    datasets = list(S.datasets) + (["cifar10"] if S.data_root else [])
+
+    def base_spec(ds):
+        patch = _per_ds(S.patch_size, ds)
+        over = {**choice_set(S.model_choices), **S.model_overrides, **({"patch_size": patch} if patch else {})}
+        return PretrainSpec(
             dataset=ds,
-            n_train=n_tr,
-            n_test=S.n_test,
-            img_size=32,
-            channels=1 if ds == "mnist10k" else 3,
+            n_train=_per_ds(S.n_train, ds),
+            n_test=_per_ds(S.n_test, ds),
+            img_size=28 if ds in _GREY28 else 32,
+            channels=1 if ds in _GREY28 + ("mnist10k",) else 3,
             size=S.size,
-            model_overrides=tuple(sorted({**choice_set(S.model_choices), **S.model_overrides}.items())),
-            epochs=ep,
+            model_overrides=tuple(sorted(over.items())),
+            epochs=_per_ds(S.epochs, ds),
             batch_size=S.batch_size,
             blr=S.blr,
             warmup_epochs=S.warmup_epochs,
             mask_ratio=S.mask_ratio,
         )
+
+    def add(base, variants, label, finetune_epochs):
+        n_tr, n_te, ep = base.n_train, base.n_test, base.epochs
         rank_eps = sorted({e for e in S.rank_epochs if e <= ep} | {0, ep})
-        fits = 1 if S.probe_cs is not None and len(S.probe_cs) == 1 else (len(S.probe_cs) + 1 if S.probe_cs else 0)
-        extra = (n_tr + S.n_test) + 2 * len(rank_eps) * S.n_test  # the second pooling; ranks (both pools)
-        over = {**choice_set(S.model_choices), **S.model_overrides}
-        for name, fields in (
-            ("mae", {"model": "mae"}),
-            ("umae", {"model": "umae", "model_overrides": tuple(sorted({**over, "lambda_unif": S.lam}.items()))}),
-        ):
-            spec = dataclasses.replace(base, **fields)
+        extra = (n_tr + n_te) + 2 * len(rank_eps) * n_te  # the second pooling; ranks (both pools)
+        for name, over in variants.items():
+            spec = dataclasses.replace(
+                base,
+                model="umae" if "lambda_unif" in over else "mae",
+                model_overrides=tuple(sorted({**dict(base.model_overrides), **over}.items())),
+            )
             runs.append(
                 PlannedRun.from_spec(
                     spec,
-                    label=f"{ds} {name}",
+                    label=f"{label} {name}",
                     repeats=len(S.seeds),
                     extra_eval_images=extra,
-                    finetune_epochs=S.finetune_epochs,
+                    finetune_epochs=finetune_epochs,
                     pools=len(POOLS),
                     probe_fits=fits,
+                    probe_kind=S.probe_method,
                 )
             )
+
+    for ds in datasets:
+        base = base_spec(ds)
+        add(base, {"mae": {}, "umae": {"lambda_unif": S.lam}}, ds, S.finetune_epochs)
         runs.append(
             PlannedRun(
                 f"{ds} random init",
                 size=S.size,
-                overrides=tuple(sorted(over.items())),
-                img_size=32,
+                overrides=base.model_overrides,
+                img_size=base.img_size,
                 channels=base.channels,
-                eval_images=2 * (n_tr + S.n_test),
+                eval_images=2 * (base.n_train + base.n_test),
                 repeats=len(S.seeds),
                 jobs=(
-                    EvalJob("logreg", n_tr, S.n_test, count=len(POOLS), fits=fits),
-                    EvalJob("knn", n_tr, S.n_test, count=len(POOLS)),
+                    EvalJob(S.probe_method, base.n_train, base.n_test, count=len(POOLS), fits=fits),
+                    EvalJob("knn", base.n_train, base.n_test, count=len(POOLS)),
                 ),
             )
         )
+    # the investigation (no fine-tuning): lambda x lam_factor, the mean-feature term; shorter runs add their own
+    # MAE / U-MAE references and, with the official choices, the same pair with the legacy ones
+    ids = S.investigate_dataset
+    base = base_spec(ids)
+    inv_ep = base.epochs if S.investigate_epochs is None else min(S.investigate_epochs, base.epochs)
+    variants = {"x": {"lambda_unif": S.lam * S.lam_factor}, "meanfeat": {"lambda_unif": S.lam}}
+    if inv_ep < base.epochs:
+        variants = {"mae": {}, "umae": {"lambda_unif": S.lam}, **variants}
+        if S.model_choices == "official":
+            legacy = choice_set("legacy")
+            variants.update({"mae legacy": legacy, "umae legacy": {**legacy, "lambda_unif": S.lam}})
+    add(dataclasses.replace(base, epochs=inv_ep), variants, f"{ids} investigation", 0)
     return runs
 
 
