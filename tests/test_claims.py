@@ -64,7 +64,7 @@ def test_registry_rows_are_complete():
 
 
 def test_unmet_precondition_forces_inconclusive_and_round_trips():
-    claim = C.REGISTRY["zhang.table1_finetune_mnist10k"]
+    claim = C.REGISTRY["zhang.table1_finetune_fashion_mnist"]
     tied = [0.001, -0.002, 0.0]  # would be "supported" by the +-3 point band
     assert C.verdict(claim, C.Evidence.from_samples(tied))[0] == C.SUPPORTED
     ev = C.Evidence.from_samples(tied, unmet="fine-tuning did not learn")
@@ -181,7 +181,7 @@ def test_verdict_refuses_a_criterion_that_returns_no_verdict():
         def decide(self, ev):
             return "maybe", ""
 
-    claim = dataclasses.replace(C.REGISTRY["zhang.table1_finetune_mnist10k"], criterion=Broken())
+    claim = dataclasses.replace(C.REGISTRY["zhang.table1_finetune_fashion_mnist"], criterion=Broken())
     with pytest.raises(ValueError, match="returned verdict 'maybe'"):
         C.verdict(claim, C.Evidence(value=1.0))
 
