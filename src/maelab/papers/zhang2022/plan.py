@@ -22,14 +22,12 @@ from ...cost import EvalJob, PlannedRun
 from ...experiments import PretrainSpec
 from ...models import choice_set
 from ...profiles import settings
+from . import umae
 from .regime import POOLS
 
 
 def _per_ds(v, ds):
     return v[ds] if isinstance(v, dict) else v
-
-
-_GREY28 = ("fashion_mnist", "mnist")
 
 
 def umae_runs(profile: str) -> list[PlannedRun]:
@@ -39,22 +37,7 @@ def umae_runs(profile: str) -> list[PlannedRun]:
     datasets = list(S.datasets) + (["cifar10"] if S.data_root else [])
 
     def base_spec(ds):
-        patch = _per_ds(S.patch_size, ds)
-        over = {**choice_set(S.model_choices), **S.model_overrides, **({"patch_size": patch} if patch else {})}
-        return PretrainSpec(
-            dataset=ds,
-            n_train=_per_ds(S.n_train, ds),
-            n_test=_per_ds(S.n_test, ds),
-            img_size=28 if ds in _GREY28 else 32,
-            channels=1 if ds in _GREY28 + ("mnist10k",) else 3,
-            size=S.size,
-            model_overrides=tuple(sorted(over.items())),
-            epochs=_per_ds(S.epochs, ds),
-            batch_size=S.batch_size,
-            blr=S.blr,
-            warmup_epochs=S.warmup_epochs,
-            mask_ratio=S.mask_ratio,
-        )
+        return umae.base_spec(S, ds)
 
     def add(base, variants, label, finetune_epochs):
         n_tr, n_te, ep = base.n_train, base.n_test, base.epochs

@@ -264,6 +264,12 @@ class ZhangUMAESettings(NotebookSettings):
             raise ParameterError(
                 "investigate_dataset", "one of datasets " + str(list(self.datasets)), self.investigate_dataset
             )
+        every = list(self.datasets) + (["cifar10"] if self.data_root else [])
+        for key in ("n_train", "n_test", "epochs", "patch_size"):
+            v = getattr(self, key)
+            missing = [ds for ds in every if isinstance(v, dict) and ds not in v]
+            if missing:
+                raise ParameterError(key, "one value, or a {dataset: value} dict naming every dataset " + str(every), v)
         for ds in self.datasets:
             p = self.patch_size[ds] if isinstance(self.patch_size, dict) else self.patch_size
             if p is not None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from maelab import evaluate, experiments, metrics, train
+from maelab import evaluate, experiments, metrics, models, train
 from maelab._util import resolve_device
 from maelab._validate import ParameterError
 
@@ -63,6 +63,43 @@ def _probe_kwargs(probe_cs) -> dict:
 
 
 PROBE_METHODS = ("logreg", "logreg_torch")
+#: datasets of 28 x 28 grey images; the others are 32 px (mnist10k grey, the rest RGB)
+GREY28 = ("fashion_mnist", "mnist")
+
+
+def per_dataset(settings, key: str, dataset: str):
+    """A ``zhang_umae`` setting that may differ per dataset: ``{dataset: value}`` in a profile, one value for all
+    otherwise (a notebook parameter such as ``epochs=`` sets one for every dataset)."""
+    v = getattr(settings, key)
+    return v[dataset] if isinstance(v, Mapping) else v
+
+
+def base_spec(settings, dataset: str) -> experiments.PretrainSpec:
+    """The pre-training run that MAE and U-MAE share on ``dataset`` under ``zhang_umae`` settings (method and seed
+    are set per run): the image geometry of the dataset, the settings' official-code model choices under their
+    ``model_overrides`` and per-dataset ``patch_size`` (None: the size's own). The notebook and the cost plan
+    (:func:`maelab.papers.zhang2022.plan.umae_runs`) both build their runs from it."""
+    S = settings
+    patch = per_dataset(S, "patch_size", dataset)
+    over = {**models.choice_set(S.model_choices), **S.model_overrides}
+    if patch is not None:
+        over["patch_size"] = patch
+    return experiments.PretrainSpec(
+        dataset=dataset,
+        n_train=per_dataset(S, "n_train", dataset),
+        n_test=per_dataset(S, "n_test", dataset),
+        img_size=28 if dataset in GREY28 else 32,
+        channels=1 if dataset in (*GREY28, "mnist10k") else 3,
+        data_options=(("data_root", S.data_root),) if dataset == "cifar10" else (),
+        size=S.size,
+        model_overrides=tuple(sorted(over.items())),
+        epochs=per_dataset(S, "epochs", dataset),
+        batch_size=S.batch_size,
+        blr=S.blr,
+        warmup_epochs=S.warmup_epochs,
+        mask_ratio=S.mask_ratio,
+        finetune_blr=S.finetune_blr,
+    )
 
 
 def _pool_metrics(model, tr, te, seed: int, probe_cs=None, probe_method: str = "logreg") -> tuple[dict, dict, dict]:
