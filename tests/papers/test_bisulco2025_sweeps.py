@@ -139,3 +139,35 @@ def test_evaluate_specs_runs_the_pipeline_with_its_default_probe_blas_limit(monk
     specs = [_spec(seed=1), _spec(seed=2)]
     assert sweeps.evaluate_specs(specs, device="cpu", progress=False) == [{"k": 1}, {"k": 2}]
     assert [c[0] for c in calls] == specs and all("blas_threads" not in c[1] for c in calls)
+
+
+def test_finetune_vs_probe_compares_each_fine_tuned_run_with_its_own_probe():
+    import pandas as pd
+
+    runs = pd.DataFrame(
+        {
+            "enc": [4, 1, 2, 1, 2],
+            "seed": [0, 0, 0, 1, 1],
+            "linear_acc": [0.80, 0.70, 0.75, 0.60, 0.61],
+            "finetune_acc": [0.90, 0.65, 0.85, np.nan, np.nan],  # seed 1 not fine-tuned: left out
+        }
+    )
+    out, reason = sweeps.finetune_vs_probe(runs)
+    assert list(out.index) == [1, 2, 4]
+    np.testing.assert_allclose(out.gain.to_numpy(), [-0.05, 0.10, 0.10])
+    assert out.beats.tolist() == [False, True, True]
+    assert reason == "fine-tuning did not beat the frozen probe (enc 1: 65.0 % <= probe 70.0 %)"
+    ok, none = sweeps.finetune_vs_probe(runs[runs.enc != 1])
+    assert none == "" and ok.beats.all()
+
+
+def test_finetune_vs_probe_bad_input():
+    import pandas as pd
+
+    with pytest.raises(ParameterError, match="^runs must be a table with a 'finetune_acc' column"):
+        sweeps.finetune_vs_probe(pd.DataFrame({"enc": [1], "linear_acc": [0.5]}))
+    with pytest.raises(ParameterError, match="^runs must be at least one fine-tuned run"):
+        sweeps.finetune_vs_probe(pd.DataFrame({"enc": [1], "linear_acc": [0.5], "finetune_acc": [np.nan]}))
+    twice = pd.DataFrame({"enc": [1, 1], "linear_acc": [0.5, 0.6], "finetune_acc": [0.7, 0.8]})
+    with pytest.raises(ParameterError, match="^enc must be one fine-tuned run per value"):
+        sweeps.finetune_vs_probe(twice)

@@ -17,6 +17,8 @@ not measure:
   ``pretrain_and_evaluate``) of the weights saved at ``spec.snapshot_epochs`` (Fig. 18: probe accuracy against
   pre-training epoch).
 * :func:`evaluate_specs` -- ``pretrain_and_evaluate`` for many specs.
+* :func:`finetune_vs_probe` -- for every fine-tuned run, fine-tuned test accuracy against the frozen linear probe
+  of the same run (fine-tuning that does not beat the frozen probe has not learned).
 * :func:`layer_features` and :func:`cka_matrix` -- per-block encoder representations of unmasked images and the
   matrix of linear CKA (:func:`maelab.metrics.linear_cka`) between the blocks of two encoders (Fig. 19).
 """
@@ -33,7 +35,14 @@ from maelab import evaluate, experiments, metrics
 from maelab._util import dry_run_limits, resolve_device
 from maelab._validate import ParameterError, one_of, positive_int
 
-__all__ = ["step_cost", "snapshot_probe_accuracy", "layer_features", "cka_matrix", "evaluate_specs"]
+__all__ = [
+    "step_cost",
+    "snapshot_probe_accuracy",
+    "layer_features",
+    "cka_matrix",
+    "evaluate_specs",
+    "finetune_vs_probe",
+]
 
 
 def _one_step(model, opt, x, mask_ratio, generator):
@@ -168,3 +177,34 @@ def evaluate_specs(
     """:func:`maelab.experiments.pretrain_and_evaluate` for each spec, in order (its probe with one BLAS thread, as
     the stored sweeps were computed)."""
     return [experiments.pretrain_and_evaluate(spec, device=device, progress=progress) for spec in specs]
+
+
+def finetune_vs_probe(runs, by: str = "enc"):
+    """Fine-tuned against frozen-probe test accuracy of every fine-tuned run of ``runs`` (a table with columns
+    ``by``, ``linear_acc`` and ``finetune_acc``; runs without fine-tuning carry NaN there and are left out).
+
+    Returns a DataFrame indexed by ``by`` (sorted) with ``linear_acc``, ``finetune_acc``, ``gain`` (fine-tuned minus
+    probe) and ``beats`` (gain > 0), and the one-line reason fine-tuning "did not learn" ("" when every fine-tuned
+    run beats its own frozen probe). Fine-tuning at chance ties with a weak probe for a trivial reason, so a
+    statement about fine-tuning needs ``beats`` first.
+    """
+    import pandas as pd
+
+    for col in (by, "linear_acc", "finetune_acc"):
+        if col not in getattr(runs, "columns", ()):
+            raise ParameterError("runs", f"a table with a {col!r} column", list(getattr(runs, "columns", ())))
+    ft = runs[pd.to_numeric(runs.finetune_acc, errors="coerce").notna()]
+    if ft.empty:
+        raise ParameterError("runs", "at least one fine-tuned run (a finite finetune_acc)", len(runs))
+    if ft[by].duplicated().any():
+        raise ParameterError(by, "one fine-tuned run per value", sorted(ft[by][ft[by].duplicated()].tolist()))
+    out = ft.set_index(by)[["linear_acc", "finetune_acc"]].astype(float).sort_index()
+    out["gain"] = out.finetune_acc - out.linear_acc
+    out["beats"] = out.gain > 0
+    failed = [
+        f"{by} {i}: {100 * r.finetune_acc:.1f} % <= probe {100 * r.linear_acc:.1f} %"
+        for i, r in out.iterrows()
+        if not r.beats
+    ]
+    reason = "" if not failed else "fine-tuning did not beat the frozen probe (" + "; ".join(failed) + ")"
+    return out, reason
