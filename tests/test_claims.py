@@ -265,3 +265,24 @@ def test_thresholds_and_values_print_with_enough_digits():
     assert C.Below(1e-9).text == "value < 1e-09 (mean + 2 s.e. when seeds > 1)"
     assert C.Above(0.5).decide(C.Evidence(value=0.91234))[1] == "0.912 > 0.5"
     assert C.Above(-0.5).text == "value > -0.5 (mean - 2 s.e. when seeds > 1)"
+
+
+def test_one_sided_reasons_name_the_bound_that_decided():
+    """With seeds, Above / Below decide on mean -/+ 2 s.e.; the reason prints that bound, not the mean (the mean of
+    a "not supported" Above can lie far below the bound that decided it)."""
+    import numpy as np
+
+    d = [0.0021, 0.0053, -0.0078]  # per-seed differences, mean ~0
+    hi = np.mean(d) + 2 * np.std(d, ddof=1) / np.sqrt(3)
+    v, why = C.Above(0.031).decide(C.Evidence.from_samples(d))
+    assert v == C.NOT_SUPPORTED and why == f"mean + 2 s.e. = {hi:.3g} <= 0.031"
+    up = [0.05, 0.06, 0.07]
+    lo = np.mean(up) - 2 * np.std(up, ddof=1) / np.sqrt(3)
+    assert C.Above(0.031).decide(C.Evidence.from_samples(up)) == (C.SUPPORTED, f"mean - 2 s.e. = {lo:.3g} > 0.031")
+    assert C.Below(0.1).decide(C.Evidence.from_samples(up)) == (
+        C.SUPPORTED,
+        f"mean + 2 s.e. = {np.mean(up) + 2 * np.std(up, ddof=1) / np.sqrt(3):.3g} < 0.1",
+    )
+    assert C.Below(0.031).decide(C.Evidence.from_samples(up)) == (C.NOT_SUPPORTED, f"mean - 2 s.e. = {lo:.3g} >= 0.031")
+    # one value (no spread): the value itself, as before
+    assert C.Above(0.031).decide(C.Evidence.from_samples([0.05])) == (C.SUPPORTED, "0.05 > 0.031")

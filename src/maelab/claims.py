@@ -272,6 +272,15 @@ def _pair(value: float, threshold: float) -> tuple[str, str]:
     return repr(float(value)), t
 
 
+def _bound(ev: Evidence, bound: float, sign: str, z: float, threshold: float) -> str:
+    """The number a one-sided criterion decided on, as its reason prints it: the value itself without spread
+    ("0.912"), else the bound with its name ("mean - 2 s.e. = 0.035"), so the reason names what crossed the
+    threshold (the mean alone may lie on the other side of it)."""
+    if ev.sem == 0 or z == 0:
+        return _pair(ev.value, threshold)[0]
+    return f"mean {sign} {z:g} s.e. = {_pair(bound, threshold)[0]}"
+
+
 class Criterion:
     """Base class: ``decide(evidence) -> (verdict, one-line reason)``; ``text`` states it for the page."""
 
@@ -296,12 +305,14 @@ class Below(Criterion):
         if ev.value is None or not math.isfinite(ev.value):
             return INCONCLUSIVE, "no finite value"
         lo, hi = ev.value - self.z * ev.sem, ev.value + self.z * ev.sem
-        v, t = _pair(ev.value, self.threshold)
         if hi < self.threshold:
-            return SUPPORTED, f"{v} < {t}"
+            return SUPPORTED, f"{_bound(ev, hi, '+', self.z, self.threshold)} < {_num(self.threshold)}"
         if lo >= self.threshold:
-            return NOT_SUPPORTED, f"{v} >= {t}"
-        return INCONCLUSIVE, f"[{_pair(lo, self.threshold)[0]}, {_pair(hi, self.threshold)[0]}] straddles {t}"
+            return NOT_SUPPORTED, f"{_bound(ev, lo, '-', self.z, self.threshold)} >= {_num(self.threshold)}"
+        return (
+            INCONCLUSIVE,
+            f"[{_pair(lo, self.threshold)[0]}, {_pair(hi, self.threshold)[0]}] straddles {_num(self.threshold)}",
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,12 +330,14 @@ class Above(Criterion):
         if ev.value is None or not math.isfinite(ev.value):
             return INCONCLUSIVE, "no finite value"
         lo, hi = ev.value - self.z * ev.sem, ev.value + self.z * ev.sem
-        v, t = _pair(ev.value, self.threshold)
         if lo > self.threshold:
-            return SUPPORTED, f"{v} > {t}"
+            return SUPPORTED, f"{_bound(ev, lo, '-', self.z, self.threshold)} > {_num(self.threshold)}"
         if hi <= self.threshold:
-            return NOT_SUPPORTED, f"{v} <= {t}"
-        return INCONCLUSIVE, f"[{_pair(lo, self.threshold)[0]}, {_pair(hi, self.threshold)[0]}] straddles {t}"
+            return NOT_SUPPORTED, f"{_bound(ev, hi, '+', self.z, self.threshold)} <= {_num(self.threshold)}"
+        return (
+            INCONCLUSIVE,
+            f"[{_pair(lo, self.threshold)[0]}, {_pair(hi, self.threshold)[0]}] straddles {_num(self.threshold)}",
+        )
 
 
 @dataclasses.dataclass(frozen=True)
