@@ -711,7 +711,7 @@ def test_spec_hash_legacy_pinned_kept_unpinned_changed_official_unchanged():
 def test_choices_setting_pins_legacy_for_cpu_only_and_is_left_out_of_keys():
     from maelab import profiles
 
-    pinned = ("zhang_mask_graph", "zhang_ablations", "bisulco_jacobians")  # zhang_umae, bisulco_sweeps: re-run
+    pinned = ("zhang_ablations",)  # the others re-run with the official choices (issue 15)
     for nb in profiles.registry():
         cls = profiles.settings_class(nb)
         if "model_choices" not in cls.field_names():

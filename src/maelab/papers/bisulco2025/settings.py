@@ -306,7 +306,7 @@ class BisulcoJacobiansSettings(NotebookSettings):
     q: float = setting(0.5, "mass fraction of the half-mass radius", is_number(0.0, 1.0, low_open=True, high_open=True))
     seeds: tuple = setting([0], "training seeds of the nonlinear MAEs (1: s.e. over test images)", is_list(is_int(0)))
 
-    model_choices: str = model_choices_setting("legacy")
+    model_choices: str = model_choices_setting()
 
     def validate(self) -> None:
         divides("lin_patch_sizes", self.lin_patch_sizes, self.lin_size, "lin_size")

@@ -113,7 +113,7 @@ class ZhangMaskGraphSettings(NotebookSettings):
     )
     mae_epochs: int = setting(10, "Theorem 3.6: epochs of the normal micro MAE", is_int())
 
-    model_choices: str = model_choices_setting("legacy")
+    model_choices: str = model_choices_setting()
 
     def validate(self) -> None:
         if self.claim_k not in self.ks:
