@@ -432,3 +432,17 @@ def test_read_takes_only_the_stored_config_and_never_computes(tmp_path):
     with pytest.raises(store.StoreMiss, match=r"^nb/res.cpu: no stored result with config hash \w+ \(stored: \w+\)$"):
         store.read("nb", "res", "cpu", {"a": 2}, root=tmp_path)  # stored under another config: never taken
     assert len(calls) == 1  # read computed nothing
+
+
+def test_claims_difference_sees_a_reworded_criterion():
+    """A record whose reason is not what today's criterion says of its own evidence is stale wording: rewritten."""
+    from maelab import claims as C
+    from maelab.book import claims_difference
+
+    cid = "zhang.table1_linear_size_fashion_mnist"  # criterion Above(0.031) on mean -/+ 2 s.e.
+    ev = C.Evidence.from_samples([0.0021, 0.0053, -0.0078])
+    v, why = C.verdict(C.REGISTRY[cid], ev)
+    row = {"evidence": ev.to_dict(), "verdict": v, "reason": why, "sources": []}
+    assert claims_difference({cid: row}, {cid: row}) is None
+    old = {**row, "reason": "-0.000133 <= 0.031"}  # the wording before the bound was printed
+    assert "reads differently" in claims_difference({cid: old}, {cid: row})

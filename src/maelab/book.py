@@ -351,8 +351,9 @@ def _close(a: Any, b: Any) -> bool:
 
 
 def claims_difference(stored: dict, new: dict) -> str | None:
-    """None when two claims records agree (same claims, sources and verdicts; evidence within tolerance), else the
-    first difference in words (starting with "sources" when a source record was recomputed)."""
+    """None when two claims records agree (same claims, sources and verdicts; evidence within tolerance; the stored
+    reasons what today's criteria say of the stored evidence), else the first difference in words (starting with
+    "sources" when a source record was recomputed)."""
     if stored.keys() != new.keys():
         return f"claims {sorted(stored)} != {sorted(new)}"
     for cid in sorted(new):
@@ -368,6 +369,15 @@ def claims_difference(stored: dict, new: dict) -> str | None:
             )
         if a.get("verdict") != b.get("verdict"):
             return f"verdict of {cid} changed ({a.get('verdict')} -> {b.get('verdict')})"
+    for cid in sorted(new):
+        a = stored[cid]
+        claim = claims_mod.REGISTRY.get(cid)
+        if claim is None or "evidence" not in a or "reason" not in a:
+            continue
+        # the criterion's wording changed: today's reason for the *stored* evidence (robust to evidence noise)
+        today = claims_mod.verdict(claim, claims_mod.Evidence.from_dict(a["evidence"]))[1]
+        if a["reason"] != today:
+            return f"reason of {cid} reads differently today ({a['reason']!r} -> {today!r})"
     return None
 
 
