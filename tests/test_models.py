@@ -711,7 +711,7 @@ def test_spec_hash_legacy_pinned_kept_unpinned_changed_official_unchanged():
 def test_choices_setting_pins_legacy_for_cpu_only_and_is_left_out_of_keys():
     from maelab import profiles
 
-    pinned = ("zhang_ablations",)  # the others re-run with the official choices (issue 15)
+    pinned: tuple[str, ...] = ()  # every notebook re-ran with the official choices (issue 15)
     for nb in profiles.registry():
         cls = profiles.settings_class(nb)
         if "model_choices" not in cls.field_names():

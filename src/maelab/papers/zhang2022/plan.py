@@ -8,7 +8,7 @@ Built from each profile's settings exactly as the notebooks build their ``Pretra
   epoch for both poolings, fine-tuning), plus the random-init features (both poolings) per seed, and the
   investigation's runs (no fine-tuning).
 * ``zhang_ablations``: every run of Table 3 (lambda x seeds), Table 2 (SimMIM, U-SimMIM) and the no-mask ablation
-  (:func:`maelab.experiments.pretrain_and_evaluate`).
+  (:func:`maelab.papers.zhang2022.ablations.groups`) and the random-init references.
 * ``zhang_mask_graph``: Theorem 3.6's collapsed decoders (``collapse_steps`` per mask ratio and seed, counted as
   full micro-MAE steps at batch 128: an over-count, the constant encoder output gets no encoder pass) and the
   normal micro MAE; Fig. 2b/c and the exact graphs are numpy on the CPU, not modelled (seconds to minutes).
@@ -22,7 +22,7 @@ from ...cost import EvalJob, PlannedRun
 from ...experiments import PretrainSpec
 from ...models import choice_set
 from ...profiles import settings
-from . import umae
+from . import ablations, umae
 from .regime import POOLS
 
 
@@ -96,33 +96,44 @@ def umae_runs(profile: str) -> list[PlannedRun]:
 
 
 def ablation_runs(profile: str) -> list[PlannedRun]:
+    """The runs of :func:`maelab.papers.zhang2022.ablations.groups`, evaluated as
+    :func:`maelab.papers.zhang2022.umae.compare` evaluates them (both pools, no ranks, no fine-tuning), and the
+    random-init references of the groups that have one."""
     S = settings("zhang_ablations", profile)
-    ch = 1 if S.dataset == "mnist10k" else 3
-
-    def run(label, model, lam, mask_ratio):
-        spec = PretrainSpec(
-            dataset=S.dataset,
-            n_train=S.n_train,
-            n_test=S.n_test,
-            img_size=32,
-            channels=ch,
-            model=model,
-            size=S.size,
-            model_overrides=tuple(sorted({**choice_set(S.model_choices), "lambda_unif": float(lam)}.items())),
-            epochs=S.epochs,
-            batch_size=S.batch_size,
-            blr=S.blr,
-            warmup_epochs=S.warmup_epochs,
-            mask_ratio=float(mask_ratio),
-        )
-        return PlannedRun.from_spec(spec, label=label, repeats=len(S.seeds))
-
-    runs = [run(f"U-MAE lambda={lam:g}", "umae", lam, 0.75) for lam in S.lams]
-    runs += [
-        run("SimMIM", "simmim", 0.0, S.simmim_mask_ratio),
-        run(f"U-SimMIM lambda={S.simmim_lam:g}", "usimmim", S.simmim_lam, S.simmim_mask_ratio),
-        run("MAE mask 0", "umae", 0.0, 0.0),
-    ]
+    runs = []
+    for name, (base, variants) in ablations.groups(S).items():
+        n_tr, n_te = base.n_train, base.n_test
+        for vname, fields in variants.items():
+            spec = dataclasses.replace(base, **dict(fields))
+            runs.append(
+                PlannedRun.from_spec(
+                    spec,
+                    label=f"{name} {vname}",
+                    repeats=len(S.seeds),
+                    extra_eval_images=n_tr + n_te,  # the second pooling
+                    finetune_epochs=0,
+                    pools=len(POOLS),
+                    probe_kind=S.probe_method,
+                )
+            )
+        if name != "no_mask":  # the untrained encoder of the group's first variant
+            first = dataclasses.replace(base, **dict(next(iter(variants.values()))))
+            runs.append(
+                PlannedRun(
+                    f"{name} random init",
+                    model=first.model,
+                    size=S.size,
+                    overrides=first.model_overrides,
+                    img_size=first.img_size,
+                    channels=first.channels,
+                    eval_images=2 * (n_tr + n_te),
+                    repeats=len(S.seeds),
+                    jobs=(
+                        EvalJob(S.probe_method, n_tr, n_te, count=len(POOLS)),
+                        EvalJob("knn", n_tr, n_te, count=len(POOLS)),
+                    ),
+                )
+            )
     return runs
 
 
