@@ -87,18 +87,16 @@ def _run(spec: PretrainSpec, label: str, **kw) -> cost.PlannedRun:
     return cost.PlannedRun.from_spec(spec, label=label, **kw)
 
 
-def zhang_umae(results: Path, name: str):
-    """compare_<ds> / investigate_<ds>: variants x seeds via umae_analysis.evaluate_run (both pools: features of
-    train + test twice, ranks of the test set per rank epoch twice), plus 'random' rows (features only)."""
-    rec, fr = _load(results, "zhang_umae", name)
+def _compare_runs(rec: dict, fr: dict[str, pd.DataFrame], rank_epochs: list[int], ft_epochs: int):
+    """The runs of one :func:`maelab.papers.zhang2022.umae.compare` record: variants x seeds via ``evaluate_run``
+    (both pools: features of train + test twice, ranks of the test set per rank epoch twice), plus 'random' rows
+    (the untrained first variant, features only)."""
     c = rec["provenance"]["config"]
     base, st = _spec(c["spec"]), c.get("settings") or c
-    last = base.epochs
-    rank_eps = sorted({e for e in st["rank_epochs"] if e <= last} | {0, last})
-    ft_epochs = st["finetune_epochs"] if name.startswith("compare") else 0
     cs = st.get("probe_cs")
     kind = st.get("probe_method", "logreg")
     fits = 0 if not cs else (1 if len(cs) == 1 else len(cs) + 1)
+    first = ast.literal_eval(next(iter(c["variants"].values())))
     runs, measured, epochs = [], [], []
     curves = fr["curves"]
     for _, row in fr["runs"].iterrows():
@@ -107,7 +105,9 @@ def zhang_umae(results: Path, name: str):
             runs.append(
                 cost.PlannedRun(
                     f"random s{row['seed']}",
+                    model=first.get("model", base.model),
                     size=base.size,
+                    overrides=tuple(first.get("model_overrides", base.model_overrides)),
                     img_size=base.img_size,
                     channels=base.channels,
                     eval_images=evals,
@@ -122,7 +122,7 @@ def zhang_umae(results: Path, name: str):
             continue
         fields = ast.literal_eval(c["variants"][row["variant"]])
         spec = dataclasses.replace(base, **fields, seed=int(row["seed"]))
-        extra = (base.n_train + base.n_test) + 2 * len(rank_eps) * base.n_test  # 2nd pool; ranks (both pools)
+        extra = (base.n_train + base.n_test) + 2 * len(rank_epochs) * base.n_test  # 2nd pool; ranks (both pools)
         runs.append(
             _run(
                 spec,
@@ -140,14 +140,21 @@ def zhang_umae(results: Path, name: str):
     return runs, measured, rec["provenance"]["wall_time_s"], epochs
 
 
+def zhang_umae(results: Path, name: str):
+    """compare_<ds> / investigate_<ds>: the umae.compare runs, with ranks at the rank epochs and fine-tuning in
+    the comparison (not in the investigation)."""
+    rec, fr = _load(results, "zhang_umae", name)
+    c = rec["provenance"]["config"]
+    base, st = _spec(c["spec"]), c.get("settings") or c
+    rank_eps = sorted({e for e in st["rank_epochs"] if e <= base.epochs} | {0, base.epochs})
+    return _compare_runs(rec, fr, rank_eps, st["finetune_epochs"] if name.startswith("compare") else 0)
+
+
 def zhang_ablations(results: Path, name: str):
+    """lambda_sweep / simmim / no_mask: umae.compare runs without ranks or fine-tuning
+    (:func:`maelab.papers.zhang2022.ablations.groups`)."""
     rec, fr = _load(results, "zhang_ablations", name)
-    specs = [_spec(d) for d in rec["provenance"]["config"]["specs"]]
-    runs = [
-        _run(s, f"{s.model} m{s.mask_ratio} {models.canonical_overrides(dict(s.model_overrides))} s{s.seed}")
-        for s in specs
-    ]
-    return runs, [float(t) for t in fr["runs"]["train_seconds"]], rec["provenance"]["wall_time_s"], None
+    return _compare_runs(rec, fr, [], 0)
 
 
 def bisulco_sweeps(results: Path, name: str):
