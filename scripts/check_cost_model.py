@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import re
 import sys
 from pathlib import Path
 
@@ -313,16 +314,28 @@ def _within(ratio: float) -> bool:
     return 1 / 1.5 <= ratio <= 1.5
 
 
-def check(results: Path, device: cost.Device) -> tuple[pd.DataFrame, pd.DataFrame]:
+def stored_threads(results: Path, nb: str, name: str) -> int | None:
+    """Torch threads of the process that computed a stored result, read from its provenance device
+    ("cpu (..., 2 cores, 1 threads)"); None when it does not say."""
+    r = store.load(nb, name, "cpu", root=results)
+    m = re.search(r"(\d+) threads\)", str(r.provenance.get("device", ""))) if r is not None else None
+    return int(m.group(1)) if m else None
+
+
+def check(results: Path, device: cost.Device, threads: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-result table, per-run table). Per run: measured and predicted training seconds, the load-robust measured
     seconds (:func:`robust_seconds`) and the ``disturbed`` flag: the run took more than twice the median of the runs
     of identical work in the same notebook (all seeds of its configuration; a criterion that does not use the model:
-    identical work, different time, i.e. load on the machine)."""
+    identical work, different time, i.e. load on the machine). ``threads``: the calibration's torch threads; a
+    result computed with another number (read from its provenance) says so in its note, since the prediction
+    assumes the calibration's."""
     rows, per_run = [], []
     for nb, (fn, names) in RESULTS.items():
         for name in names:
             runs, meas, wall, epochs = fn(results, name)
             epochs = epochs or [None] * len(runs)
+            used = stored_threads(results, nb, name)
+            other = used is not None and threads is not None and used != threads
             preds = [cost.predict(r, device) for r in runs]
             for r, p, m, ep in zip(runs, preds, meas, epochs):
                 if m is None:
@@ -338,6 +351,7 @@ def check(results: Path, device: cost.Device) -> tuple[pd.DataFrame, pd.DataFram
                         "train s (measured)": m,
                         "train s (predicted)": p["train_s"],
                         "ratio": p["train_s"] / m,
+                        "other threads": other,
                     }
                 )
             rows.append(
@@ -346,6 +360,7 @@ def check(results: Path, device: cost.Device) -> tuple[pd.DataFrame, pd.DataFram
                     "result": name,
                     "wall min (measured)": wall / 60,
                     "total min (predicted)": sum(p["seconds"] for p in preds) / 60,
+                    "threads note": f"computed with {used} torch thread(s), calibration {threads}" if other else "",
                 }
             )
     pr = pd.DataFrame(per_run)
@@ -381,7 +396,9 @@ def check(results: Path, device: cost.Device) -> tuple[pd.DataFrame, pd.DataFram
                 "total min (predicted)": total,
                 "wall ratio": float("nan") if resumed else total / wall,
                 "wall ratio (robust training)": float("nan") if resumed else total / wall_rob,
-                "note": "resumed (training cached)" if resumed else "",
+                "note": "; ".join(
+                    x for x in ("resumed (training cached)" if resumed else "", row["threads note"]) if x
+                ),
             }
         )
     return pd.DataFrame(out), pr
@@ -391,8 +408,14 @@ def summary(df: pd.DataFrame, pr: pd.DataFrame) -> pd.DataFrame:
     """One row per notebook and one for all, ratio = predicted / measured: the whole computation (wall time of the
     results computed from scratch against the predicted training + fine-tuning + evaluation + probes; raw, and with
     the training's excess over its robust estimate taken out) and the training alone (every run, from the trainer's
-    own step-loop seconds; raw and robust). "within x1.5" names the comparisons whose ratio is within 1/1.5..1.5."""
+    own step-loop seconds; raw and robust). "within x1.5" names the comparisons whose ratio is within 1/1.5..1.5.
+    Results computed with another torch thread count than the calibration's are left out of every ratio (their
+    runs are counted in "other threads")."""
     out = []
+    if "other threads" not in pr.columns:
+        pr = pr.assign(**{"other threads": False})
+    n_other = pr.groupby("notebook", sort=False)["other threads"].sum()
+    pr = pr[~pr["other threads"]]
     groups = [(nb, g, pr[pr["notebook"] == nb]) for nb, g in df.groupby("notebook", sort=False)]
     for nb, g, r in groups + [("all", df, pr)]:
         fresh = g[g["note"] == ""]
@@ -418,6 +441,7 @@ def summary(df: pd.DataFrame, pr: pd.DataFrame) -> pd.DataFrame:
                 "wall ratio": fresh_only(ratios["wall"], 2),
                 "wall ratio (robust training)": fresh_only(ratios["wall (robust training)"], 2),
                 "training runs": len(r),
+                "other threads": int(n_other.sum() if nb == "all" else n_other.get(nb, 0)),
                 "disturbed runs": int(r["disturbed"].sum()),
                 "training ratio": round(ratios["training"], 2),
                 "training ratio (robust)": round(ratios["training (robust)"], 2),
@@ -464,7 +488,7 @@ def main(argv=None) -> int:
     print(f"calibration: {cal.key}, {cal.date_utc}, load average {cal.loadavg[0]:.2f} -> {cal.loadavg[1]:.2f}")
     with pd.option_context("display.width", 220, "display.max_columns", 20, "display.float_format", "{:.3g}".format):
         print(cal.frame().to_string(index=False))
-        df, pr = check(Path(args.results), cost.cpu_device(cal))
+        df, pr = check(Path(args.results), cost.cpu_device(cal), threads=cal.threads)
         print(df.to_string(index=False))
         print(
             "runs off by more than x1.5 (raw or robust), and disturbed runs:",

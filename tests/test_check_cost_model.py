@@ -56,3 +56,32 @@ def test_summary_names_the_comparisons_within_x1_5(ccm):
     assert s.loc["nb", "within x1.5"] == "wall (robust training), training (robust)"
     assert s.loc["nb", "runs within x1.5"] == "2/3" and s.loc["nb", "runs within x1.5 (robust)"] == "3/3"
     assert s.loc["nb", "disturbed runs"] == 1
+
+
+def test_summary_leaves_out_results_computed_with_another_thread_count(ccm):
+    """The prediction assumes the calibration's torch threads: a result computed with another count is counted but
+    enters no ratio (its wall row is not 'fresh', its runs leave the training ratios)."""
+    df = pd.DataFrame(
+        [
+            {"notebook": "nb", "result": "a", "wall min (measured)": 2.0, "wall min (robust training)": 2.0,
+             "total min (predicted)": 2.0, "note": ""},
+            {"notebook": "nb", "result": "b", "wall min (measured)": 9.0, "wall min (robust training)": 9.0,
+             "total min (predicted)": 2.0, "note": "computed with 1 torch thread(s), calibration 2"},
+        ]
+    )  # fmt: skip
+    pr = pd.DataFrame(
+        {
+            "notebook": ["nb", "nb"],
+            "train s (measured)": [60.0, 500.0],
+            "train s (robust)": [60.0, 500.0],
+            "train s (predicted)": [60.0, 60.0],
+            "ratio": [1.0, 0.12],
+            "ratio (robust)": [1.0, 0.12],
+            "disturbed": [False, False],
+            "other threads": [False, True],
+        }
+    )
+    s = ccm.summary(df, pr).set_index("notebook")
+    assert s.loc["nb", "wall ratio"] == 1.0 and s.loc["nb", "training ratio"] == 1.0
+    assert s.loc["nb", "results from scratch"] == "1/2" and s.loc["nb", "training runs"] == 1
+    assert s.loc["nb", "other threads"] == 1 and s.loc["all", "other threads"] == 1
