@@ -8,7 +8,7 @@ logistic-regression probe, 20-NN and effective rank on the [CLS] token and on th
 untrained encoder of a group's first variant probed the same way (its random-init reference).
 
 :func:`groups` builds the three groups from the page's settings; the page and its cost plan
-(:func:`maelab.papers.zhang2022.plan.ablation_runs`) both call it, so the plan prices the runs the page makes.
+(``maelab.papers.zhang2022.plan.ablation_runs``) both call it, so the plan prices the runs the page makes.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .umae import GREY28
 
 __all__ = ["GROUPS", "lam_name", "lam_of", "base_spec", "groups"]
 
-#: the page's groups, in order: name -> what it tests
+#: The page's groups in order, each name with what it tests.
 GROUPS = {
     "lambda_sweep": "Table 3: U-MAE against the uniformity coefficient (lambda 0 is plain MAE), mask 0.75",
     "simmim": "Table 2: SimMIM against U-SimMIM at SimMIM's mask ratio",

@@ -141,10 +141,13 @@ class ZhangUMAESettings(NotebookSettings):
     random init puts the 5-point margin at about 2 M images, and 12 such runs are what 2 cores train in about 80
     minutes (~5,000 img/s). The investigation runs at 8 epochs (``zhang_regime``'s length). Measured: with the
     per-epoch evaluation and checkpoint a run takes ~9 min (~3,500 img/s end to end), so Fashion-MNIST (6 runs + the
-    investigation) and MNIST (6 runs) were computed in two sessions. cifar_dogcat (the 2,000 real CIFAR-10 dog
-    and cat photos: 1,600 training / 400 test, 32 px RGB, patch 8 = 16 tokens) runs the same model for 200 epochs
-    (320,000 images per run, as the gpu profile: the set is small, so the schedule is long in epochs and short in
-    images); whether MAE learns there is checked by the page, not assumed. shapes is not re-run at this length.
+    investigation) and MNIST (6 runs) were computed in two sessions. MNIST and cifar_dogcat ran with one torch
+    thread beside ``zhang_ablations`` on the other core: 5.4-5.7 min of training per 64-epoch MNIST run against 7.1
+    min per Fashion-MNIST run with two threads alone (the micro model does not gain from a second thread).
+    cifar_dogcat (the 2,000 real CIFAR-10 dog and cat photos: 1,600 training / 400 test, 32 px RGB, patch 8 = 16
+    tokens) runs the same model for 200 epochs (320,000 images per run, as the gpu profile: the set is small, so the
+    schedule is long in epochs and short in images); whether MAE learns there is checked by the page, not assumed.
+    shapes is not re-run at this length.
 
     gpu: ViT-Tiny (192-d, 12 layers, 4-layer 192-d decoder) with patch 4, on Fashion-MNIST, MNIST and
     cifar_dogcat, 5 seeds; sized with the cost model (``python -m maelab.book plan --profile gpu``). Never run on a
