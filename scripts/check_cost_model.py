@@ -404,6 +404,10 @@ def check(results: Path, device: cost.Device, threads: int | None = None) -> tup
     return pd.DataFrame(out), pr
 
 
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
+
+
 def summary(df: pd.DataFrame, pr: pd.DataFrame) -> pd.DataFrame:
     """One row per notebook and one for all, ratio = predicted / measured: the whole computation (wall time of the
     results computed from scratch against the predicted training + fine-tuning + evaluation + probes; raw, and with
@@ -423,8 +427,8 @@ def summary(df: pd.DataFrame, pr: pd.DataFrame) -> pd.DataFrame:
         ratios = {
             "wall": pred / fresh["wall min (measured)"].sum() if len(fresh) else float("nan"),
             "wall (robust training)": pred / fresh["wall min (robust training)"].sum() if len(fresh) else float("nan"),
-            "training": r["train s (predicted)"].sum() / r["train s (measured)"].sum(),
-            "training (robust)": r["train s (predicted)"].sum() / r["train s (robust)"].sum(),
+            "training": _ratio(r["train s (predicted)"].sum(), r["train s (measured)"].sum()),
+            "training (robust)": _ratio(r["train s (predicted)"].sum(), r["train s (robust)"].sum()),
         }
         within = [k for k, v in ratios.items() if _within(v)]
 
