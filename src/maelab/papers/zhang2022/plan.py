@@ -30,6 +30,26 @@ def _per_ds(v, ds):
     return v[ds] if isinstance(v, dict) else v
 
 
+def _random_init_run(label: str, spec: PretrainSpec, repeats: int, probe_kind: str, fits: int = 0) -> PlannedRun:
+    """The untrained encoder of ``spec`` probed as the trained ones are (both pools: features of train + test, a
+    logistic-regression probe and a k-NN each), no training."""
+    n_tr, n_te = spec.n_train, spec.n_test
+    return PlannedRun(
+        label,
+        model=spec.model,
+        size=spec.size,
+        overrides=spec.model_overrides,
+        img_size=spec.img_size,
+        channels=spec.channels,
+        eval_images=2 * (n_tr + n_te),
+        repeats=repeats,
+        jobs=(
+            EvalJob(probe_kind, n_tr, n_te, count=len(POOLS), fits=fits),
+            EvalJob("knn", n_tr, n_te, count=len(POOLS)),
+        ),
+    )
+
+
 def umae_runs(profile: str) -> list[PlannedRun]:
     S = settings("zhang_umae", profile)
     runs = []
@@ -65,21 +85,7 @@ def umae_runs(profile: str) -> list[PlannedRun]:
     for ds in datasets:
         base = base_spec(ds)
         add(base, {"mae": {}, "umae": {"lambda_unif": S.lam}}, ds, S.finetune_epochs)
-        runs.append(
-            PlannedRun(
-                f"{ds} random init",
-                size=S.size,
-                overrides=base.model_overrides,
-                img_size=base.img_size,
-                channels=base.channels,
-                eval_images=2 * (base.n_train + base.n_test),
-                repeats=len(S.seeds),
-                jobs=(
-                    EvalJob(S.probe_method, base.n_train, base.n_test, count=len(POOLS), fits=fits),
-                    EvalJob("knn", base.n_train, base.n_test, count=len(POOLS)),
-                ),
-            )
-        )
+        runs.append(_random_init_run(f"{ds} random init", base, len(S.seeds), S.probe_method, fits))
     # the investigation (no fine-tuning): lambda x lam_factor, the mean-feature term; shorter runs add their own
     # MAE / U-MAE references and, with the official choices, the same pair with the legacy ones
     ids = S.investigate_dataset
@@ -118,22 +124,7 @@ def ablation_runs(profile: str) -> list[PlannedRun]:
             )
         if name != "no_mask":  # the untrained encoder of the group's first variant
             first = dataclasses.replace(base, **dict(next(iter(variants.values()))))
-            runs.append(
-                PlannedRun(
-                    f"{name} random init",
-                    model=first.model,
-                    size=S.size,
-                    overrides=first.model_overrides,
-                    img_size=first.img_size,
-                    channels=first.channels,
-                    eval_images=2 * (n_tr + n_te),
-                    repeats=len(S.seeds),
-                    jobs=(
-                        EvalJob(S.probe_method, n_tr, n_te, count=len(POOLS)),
-                        EvalJob("knn", n_tr, n_te, count=len(POOLS)),
-                    ),
-                )
-            )
+            runs.append(_random_init_run(f"{name} random init", first, len(S.seeds), S.probe_method))
     return runs
 
 
