@@ -16,6 +16,10 @@ batch ``--batch-size``, ``--steps`` timed steps after 2 warm-up steps, torch's d
 * ``competitor``: none, or one other process running the same loop (libgomp's default policy) for the whole
   measurement.
 
+``--threads 2 1`` repeats every variant with the measured process and the competitor at that many torch threads
+(``OMP_NUM_THREADS``): two 1-thread processes side by side against one 2-thread process, the question of how to
+run two notebooks on a 2-core machine. ``--size micro --patch-size 7`` is the learning recipe's model.
+
 Results are printed and written (atomically) to ``benchmarks/results/threading_speed-cpu-<utc>.json``.
 
 Usage::
@@ -46,8 +50,8 @@ if order == "torch-first":
 else:
     import maelab, torch
 from maelab import models
-size, batch, steps = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-model = models.create("mae", size, img_size=28, in_chans=1, seed=0)
+size, batch, steps, patch = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+model = models.create("mae", size, img_size=28, in_chans=1, seed=0, **({"patch_size": patch} if patch else {}))
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 x = torch.rand(batch, 1, 28, 28, generator=torch.Generator().manual_seed(0))
 def step():
@@ -66,29 +70,35 @@ print(batch * n / (time.perf_counter() - t0), os.environ.get("OMP_WAIT_POLICY"),
 """
 
 
-def _env(policy: str) -> dict:
+def _env(policy: str, threads: int | None = None) -> dict:
     env = dict(os.environ)
     env.pop("OMP_WAIT_POLICY", None)
+    env.pop("OMP_NUM_THREADS", None)
     if policy in ("PASSIVE", "ACTIVE"):  # "default" and "maelab-first" leave it unset
         env["OMP_WAIT_POLICY"] = policy
+    if threads:  # torch's intra-op threads (read at import); None: torch's default (the cores)
+        env["OMP_NUM_THREADS"] = str(threads)
     return env
 
 
-def measure(policy: str, competitor: bool, size: str, batch: int, steps: int) -> dict:
+def measure(
+    policy: str, competitor: bool, size: str, batch: int, steps: int, threads: int | None = None, patch: int = 0
+) -> dict:
+    """One measurement; ``threads`` sets the torch threads of the measured process and of the competitor alike."""
     order = "torch-first" if policy in ("default", "PASSIVE", "ACTIVE") else "maelab-first"
     comp = None
     if competitor:
         comp = subprocess.Popen(
-            [sys.executable, "-c", CHILD, "torch-first", size, str(batch), "0"],
-            env=_env("default"),
+            [sys.executable, "-c", CHILD, "torch-first", size, str(batch), "0", str(patch)],
+            env=_env("default", threads),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         time.sleep(5)  # let it start training
     try:
         out = subprocess.run(
-            [sys.executable, "-c", CHILD, order, size, str(batch), str(steps)],
-            env=_env(policy),
+            [sys.executable, "-c", CHILD, order, size, str(batch), str(steps), str(patch)],
+            env=_env(policy, threads),
             capture_output=True,
             text=True,
             check=True,
@@ -116,6 +126,14 @@ def main(argv=None) -> int:
         choices=["default", "PASSIVE", "ACTIVE", "maelab-first"],
     )
     p.add_argument("--size", default="small")
+    p.add_argument("--patch-size", type=int, default=0, help="patch side on the 28 px images (0: the size's own)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="torch threads of the measured process and of the competitor (0: torch's default); one pass each",
+    )
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--repeats", type=int, default=1)
@@ -134,16 +152,19 @@ def main(argv=None) -> int:
         "results": [],
     }
     for r in range(args.repeats):
-        for competitor in (False, True):
-            for policy in args.policies:
-                row = measure(policy, competitor, args.size, args.batch_size, args.steps)
-                row["repeat"] = r
-                result["results"].append(row)
-                print(
-                    f"competitor={competitor!s:5s} policy={policy:12s} -> {row['images_per_s']:8.1f} img/s "
-                    f"(child OMP_WAIT_POLICY={row['child_OMP_WAIT_POLICY']}, {row['threads']} threads)",
-                    flush=True,
-                )
+        for threads in args.threads:
+            for competitor in (False, True):
+                for policy in args.policies:
+                    row = measure(
+                        policy, competitor, args.size, args.batch_size, args.steps, threads or None, args.patch_size
+                    )
+                    row["repeat"] = r
+                    result["results"].append(row)
+                    print(
+                        f"competitor={competitor!s:5s} policy={policy:12s} -> {row['images_per_s']:8.1f} img/s "
+                        f"(child OMP_WAIT_POLICY={row['child_OMP_WAIT_POLICY']}, {row['threads']} threads)",
+                        flush=True,
+                    )
     result["provenance"]["load_average_end"] = os.getloadavg()
     sys.path.insert(0, str(ROOT.parent / "src"))
     from maelab._util import atomic_path

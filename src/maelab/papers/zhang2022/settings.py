@@ -142,8 +142,10 @@ class ZhangUMAESettings(NotebookSettings):
     minutes (~5,000 img/s). The investigation runs at 8 epochs (``zhang_regime``'s length). Measured: with the
     per-epoch evaluation and checkpoint a run takes ~9 min (~3,500 img/s end to end), so Fashion-MNIST (6 runs + the
     investigation) and MNIST (6 runs) were computed in two sessions. MNIST and cifar_dogcat ran with one torch
-    thread beside ``zhang_ablations`` on the other core: 5.4-5.7 min of training per 64-epoch MNIST run against 7.1
-    min per Fashion-MNIST run with two threads alone (the micro model does not gain from a second thread).
+    thread beside ``zhang_ablations`` on the other core (5.4-5.7 min of training per 64-epoch MNIST run; the
+    Fashion-MNIST runs, 7.1 min each with two threads, were made on another machine). On a bare training loop of
+    this model one 2-thread process trains ~1.25x as fast as one 1-thread process, and two 1-thread processes side
+    by side ~1.6x as many images in total (``benchmarks/threading_speed.py``, benchmarks/README.md).
     cifar_dogcat (the 2,000 real CIFAR-10 dog and cat photos: 1,600 training / 400 test, 32 px RGB, patch 8 = 16
     tokens) runs the same model for 200 epochs (320,000 images per run, as the gpu profile: the set is small, so the
     schedule is long in epochs and short in images); whether MAE learns there is checked by the page, not assumed.
