@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from maelab import experiments, models
 from maelab._validate import ParameterError
 
-from .umae import GREY28
+from .umae import image_geometry
 
 __all__ = ["GROUPS", "lam_name", "lam_of", "base_spec", "groups"]
 
@@ -61,8 +61,8 @@ def base_spec(settings) -> experiments.PretrainSpec:
         dataset=S.dataset,
         n_train=S.n_train,
         n_test=S.n_test,
-        img_size=28 if S.dataset in GREY28 else 32,
-        channels=1 if S.dataset in (*GREY28, "mnist10k") else 3,
+        img_size=image_geometry(S.dataset)[0],
+        channels=image_geometry(S.dataset)[1],
         model="mae",
         size=S.size,
         model_overrides=tuple(sorted(over.items())),

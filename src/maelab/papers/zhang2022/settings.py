@@ -301,12 +301,13 @@ class ZhangAblationsSettings(NotebookSettings):
     cpu (issue 15): the learning recipe of ``zhang_umae`` (micro ViT, patch 7 on 28 px, official-code choices, blr
     4e-3, batch 256, 30,000 training / 10,000 test images, logistic-regression probe ``logreg_torch``) on MNIST for
     16 epochs (480,000 images per run). Why shorter than ``zhang_umae``'s 64 epochs: its 6 paired runs per dataset
-    take ~45 min on 2 cores, and this page has 18 (64 epochs would be ~3 h; 16 epochs ~50 min). Why MNIST: on
-    Fashion-MNIST MAE's [CLS] probe clears the learning margin over random init only after about 2 M images
-    (``zhang_regime``'s extrapolation, met by ``zhang_umae`` at 64 epochs), so 16 epochs there would very likely
-    leave every claim inconclusive; MNIST is the easier task. Whether 16 epochs on MNIST suffice is not assumed: the
-    page checks the margin for MAE and for SimMIM, and an unmet margin makes the claims inconclusive with the
-    numbers. lams [0, 0.01, 0.1]: the three the claims compare (the paper's 1e-3 and 1 cost 6 runs more).
+    take ~45 min on 2 cores, and this page has 18 (64 epochs would be ~3 h; 16 epochs took 41 min, one thread beside
+    ``zhang_umae``). Why MNIST: on Fashion-MNIST MAE's [CLS] probe clears the learning margin over random init only
+    after about 2 M images (``zhang_regime``'s extrapolation, met by ``zhang_umae`` at 64 epochs), so 16 epochs
+    there would very likely leave every claim inconclusive; MNIST is the easier task. Whether 16 epochs on MNIST
+    suffice is not assumed: the page checks the margin for MAE and for SimMIM, and an unmet margin makes the claims
+    inconclusive with the numbers. lams [0, 0.01, 0.1]: the three the claims compare (the paper's 1e-3 and 1 cost
+    6 runs more).
     gpu: ViT-Tiny (192-d, 12 layers) with patch 4 on the same data, 30 epochs, 3 seeds and the paper's five
     lambdas, sized with the cost model to fit 30 H100 minutes (``python -m maelab.book plan --profile gpu``). Never
     run on a GPU yet; the dry run checks that it runs.

@@ -67,6 +67,12 @@ PROBE_METHODS = ("logreg", "logreg_torch")
 GREY28 = ("fashion_mnist", "mnist")
 
 
+def image_geometry(dataset: str) -> tuple[int, int]:
+    """(image side, channels) of a dataset as the Zhang pages load it: 28 px grey for ``GREY28``, 32 px grey for
+    mnist10k, 32 px RGB otherwise."""
+    return (28 if dataset in GREY28 else 32), (1 if dataset in (*GREY28, "mnist10k") else 3)
+
+
 def per_dataset(settings, key: str, dataset: str):
     """A ``zhang_umae`` setting that may differ per dataset: ``{dataset: value}`` in a profile, one value for all
     otherwise (a notebook parameter such as ``epochs=`` sets one for every dataset)."""
@@ -88,8 +94,8 @@ def base_spec(settings, dataset: str) -> experiments.PretrainSpec:
         dataset=dataset,
         n_train=per_dataset(S, "n_train", dataset),
         n_test=per_dataset(S, "n_test", dataset),
-        img_size=28 if dataset in GREY28 else 32,
-        channels=1 if dataset in (*GREY28, "mnist10k") else 3,
+        img_size=image_geometry(dataset)[0],
+        channels=image_geometry(dataset)[1],
         data_options=(("data_root", S.data_root),) if dataset == "cifar10" else (),
         size=S.size,
         model_overrides=tuple(sorted(over.items())),
