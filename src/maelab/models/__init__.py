@@ -46,7 +46,16 @@ import torch.nn as nn
 
 from .._validate import ParameterError, one_of, positive_int
 from ._base import LEGACY_CHOICES, OFFICIAL_CHOICES, POOLS, MaskedImageModel
-from ._layers import ATTN_NORMS, attention_map, attention_output, attention_weights, sincos_2d, uniformity_loss
+from ._layers import (
+    ATTN_NORMS,
+    UNIFORMITY_GATHERS,
+    attention_map,
+    attention_output,
+    attention_weights,
+    gather_features,
+    sincos_2d,
+    uniformity_loss,
+)
 from .mae import MaskedAutoencoderViT
 from .simmim import SimMIM
 
@@ -56,6 +65,7 @@ __all__ = [
     "OFFICIAL_CHOICES",
     "LEGACY_CHOICES",
     "SIZES",
+    "UNIFORMITY_GATHERS",
     "EncoderClassifier",
     "MaskedAutoencoderViT",
     "MaskedImageModel",
@@ -74,6 +84,7 @@ __all__ = [
     "create_encoder_classifier",
     "load_official_checkpoint",
     "sincos_2d",
+    "gather_features",
     "uniformity_loss",
 ]
 
@@ -162,6 +173,7 @@ _COMMON_OPTIONS = (
     "drop_path_rate",
     "attn_norm",
     "skip_scale",
+    "uniformity_gather",
     "seed",
     *LEGACY_CHOICES,
 )
@@ -238,7 +250,10 @@ def create(name: str, size: str = "micro", **overrides) -> MaskedImageModel:
     lambda_unif (>= 0), uniformity_feature ("cls" | "mean"), input_norm ("none" | "imagenet" | (mean, std)),
     drop_path_rate, attn_norm ("softmax" (official) | "exp" | "linear": unnormalised attention kernels, see
     ``_layers.attention_weights``), skip_scale (weight of the attention residual, 1 = official; Cao et al.'s scaled
-    skip), seed (reproducible weight init without touching the global RNG), the official-code choices
+    skip), uniformity_gather ("official" (default) | "exact": how the uniformity term's features are all-gathered
+    across processes under torch.distributed -- the official U-MAE code's gather, whose gradient is 1/N of the
+    loss's after DDP's averaging, or the exact one; the identity in one process, see ``_layers.gather_features``),
+    seed (reproducible weight init without touching the global RNG), the official-code choices
     uniformity_double_norm, uniformity_fc_norm (see :meth:`MaskedImageModel.uniformity_features`) and
     patch_embed_bias ("zeros" | "conv_default"; see ``_layers.init_patch_embed``) -- the official code's choices
     (``OFFICIAL_CHOICES``) are the default; maelab's first ones (``LEGACY_CHOICES``, e.g. ``**choice_set("legacy")``)

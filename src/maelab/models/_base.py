@@ -10,6 +10,8 @@ from .. import masking
 from .._validate import ParameterError, divides, in_range, is_bool, one_of, positive_int
 from ._layers import (
     ATTN_NORMS,
+    UNIFORMITY_GATHERS,
+    gather_features,
     init_linear_and_norm,
     init_patch_embed,
     make_blocks,
@@ -74,6 +76,7 @@ class MaskedImageModel(nn.Module):
         uniformity_double_norm: bool = OFFICIAL_CHOICES["uniformity_double_norm"],
         uniformity_fc_norm: bool = OFFICIAL_CHOICES["uniformity_fc_norm"],
         patch_embed_bias: str = OFFICIAL_CHOICES["patch_embed_bias"],
+        uniformity_gather: str = "official",
     ):
         super().__init__()
         positive_int("img_size", img_size)
@@ -92,6 +95,7 @@ class MaskedImageModel(nn.Module):
         is_bool("uniformity_double_norm", uniformity_double_norm)
         is_bool("uniformity_fc_norm", uniformity_fc_norm)
         one_of("patch_embed_bias", patch_embed_bias, PATCH_BIAS_INITS)
+        self.uniformity_gather = one_of("uniformity_gather", uniformity_gather, UNIFORMITY_GATHERS)
         norm = resolve_input_norm(input_norm, in_chans)
         self.attn_norm = one_of("attn_norm", attn_norm, ATTN_NORMS)
         self.skip_scale = in_range("skip_scale", skip_scale, 0.0, None)
@@ -231,12 +235,16 @@ class MaskedImageModel(nn.Module):
     ) -> dict:
         """One masked-modelling step. Returns a dict with
 
-        * ``loss``: loss_rec + lambda_unif * loss_unif (scalar); ``loss_rec``; ``loss_unif`` (0-tensor if lambda=0)
+        * ``loss``: loss_rec + lambda_unif * loss_unif (scalar); ``loss_rec``; ``loss_unif`` (0-tensor if lambda=0).
+          Under torch.distributed the uniformity term is computed on the features of every process, all-gathered
+          (:func:`~maelab.models._layers.gather_features` with ``uniformity_gather``): every process gets the
+          global batch's ``loss_unif``; ``"official"`` (the default) back-propagates 1/world_size of its gradient
+          after DDP's averaging, as the official U-MAE code, ``"exact"`` all of it. One process: the identity.
         * ``pred`` (N, L, p*p*C) predictions for every token, in the target's space (see :meth:`target`)
         * ``target`` (N, L, p*p*C), ``mask`` (N, L; 1 = removed), ``ids_restore`` (N, L)
         * ``latent`` (N, 1 + T, D) encoder output after the final norm
-        * ``features`` (N, D): the masked view's representation used by the uniformity term (and by an online
-          classifier): [CLS] of ``latent`` (``uniformity_feature="cls"``) or the mean of its other tokens; see
+        * ``features`` (N, D): this process's masked-view representation used by the uniformity term (and by an
+          online classifier): [CLS] of ``latent`` (``uniformity_feature="cls"``) or the mean of its other tokens; see
           :meth:`uniformity_features` for the official-code options (second norm, ``fc_norm``).
         """
         mask_ratio = self.mask_ratio if mask_ratio is None else self._check_ratio(mask_ratio)
@@ -246,7 +254,7 @@ class MaskedImageModel(nn.Module):
         loss_rec = self.reconstruction_loss(pred, target, enc["mask"])
         features = self.uniformity_features(enc["latent"])
         if self.lambda_unif > 0:
-            loss_unif = uniformity_loss(features)
+            loss_unif = uniformity_loss(gather_features(features, self.uniformity_gather))
             loss = loss_rec + self.lambda_unif * loss_unif
         else:
             loss_unif = loss_rec.new_zeros(())
@@ -318,5 +326,5 @@ class MaskedImageModel(nn.Module):
             f"mask_ratio={self.mask_ratio}, mask_unit={self.mask_unit}, norm_pix_loss={self.norm_pix_loss}, "
             f"lambda_unif={self.lambda_unif}, uniformity_feature={self.uniformity_feature!r}, "
             f"uniformity_double_norm={self.uniformity_double_norm}, uniformity_fc_norm={self.uniformity_fc_norm}, "
-            f"patch_embed_bias={self.patch_embed_bias!r}"
+            f"patch_embed_bias={self.patch_embed_bias!r}, uniformity_gather={self.uniformity_gather!r}"
         )

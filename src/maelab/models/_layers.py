@@ -1,5 +1,6 @@
 """Building blocks shared by the ViT models: sin-cos position embeddings, official MAE initialisation,
-attention-map extraction from timm blocks, the uniformity loss, and input normalisation."""
+attention-map extraction from timm blocks, the uniformity loss and its cross-process gather, and input
+normalisation."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from timm.models.vision_transformer import Block
 
-from .._validate import ParameterError
+from .._validate import ParameterError, one_of
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -226,6 +227,90 @@ def uniformity_loss(features: torch.Tensor) -> torch.Tensor:
     F = rows of ``features`` (B, D) L2-normalised. Equals the official ``loss_func.uniformity_loss`` on one device."""
     f = F.normalize(features, dim=1)
     return (f @ f.T).pow(2).mean()
+
+
+#: how the uniformity term's features are gathered across processes (``uniformity_gather``; :func:`gather_features`)
+UNIFORMITY_GATHERS = ("official", "exact")
+
+
+def _distributed_world() -> int:
+    """The world size of the default process group, or 1 when torch.distributed is unavailable or uninitialised."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return 1
+    return torch.distributed.get_world_size()
+
+
+def _all_gather_rows(features: torch.Tensor) -> torch.Tensor:
+    """Every process's ``features`` (B, D) concatenated in rank order (world * B, D); no autograd."""
+    parts = [torch.empty_like(features) for _ in range(torch.distributed.get_world_size())]
+    torch.distributed.all_gather(parts, features.contiguous())
+    return torch.cat(parts, dim=0)
+
+
+def _own_rows(grad: torch.Tensor, batch: int) -> torch.Tensor:
+    rank = torch.distributed.get_rank()
+    return grad[rank * batch : (rank + 1) * batch]
+
+
+class _GatherOfficial(torch.autograd.Function):
+    """All-gather; backward returns this process's rows of the incoming gradient only (official U-MAE
+    ``GatherLayer``: no sum over processes)."""
+
+    @staticmethod
+    def forward(ctx, features: torch.Tensor) -> torch.Tensor:
+        ctx.batch = features.shape[0]
+        return _all_gather_rows(features)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        return _own_rows(grad, ctx.batch).contiguous()
+
+
+class _GatherExact(torch.autograd.Function):
+    """All-gather; backward sums the incoming gradients of every process (all_reduce SUM), then returns this
+    process's rows (the fix of lightly-ai/lightly issue 1528)."""
+
+    @staticmethod
+    def forward(ctx, features: torch.Tensor) -> torch.Tensor:
+        ctx.batch = features.shape[0]
+        return _all_gather_rows(features)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        grad = grad.contiguous().clone()
+        torch.distributed.all_reduce(grad, op=torch.distributed.ReduceOp.SUM)
+        return _own_rows(grad, ctx.batch).contiguous()
+
+
+def gather_features(features: torch.Tensor, mode: str = "official") -> torch.Tensor:
+    """The uniformity term's features (B, D) of every process, concatenated in rank order (world * B, D).
+
+    The identity when torch.distributed is unavailable or uninitialised or the world size is 1 (so a single-process
+    run is unchanged by ``mode``). Otherwise every process all-gathers the features (every process must call it,
+    with the same B: the trainer drops incomplete batches), so every process computes the same uniformity loss L of
+    the global batch; the two modes differ only in the backward pass:
+
+    * ``"official"`` (the default): as the official U-MAE code (``zhangq327/U-MAE``, ``loss_func.py``:
+      ``uniformity_loss`` applies its ``GatherLayer``), the backward returns only this process's rows of the
+      incoming gradient, with no sum over processes. Process r thus sends dL/dF_r into its own features only, and
+      DistributedDataParallel *averages* the parameter gradients over the N processes: the uniformity term's
+      parameter gradient is (1/N) dL/dtheta, 1/N of the gradient of the loss as written (the per-sample-mean
+      reconstruction term is exact). The term acts with an effective weight lambda / N.
+    * ``"exact"``: the backward first sums the incoming gradients over the processes (all_reduce SUM; as proposed in
+      lightly-ai/lightly issue 1528 for the same ``GatherLayer``), then returns this process's rows; after DDP's
+      averaging the parameter gradient equals the single-process gradient on the global batch of N * B images.
+
+    Why ``"official"`` is the default: where maelab departs from an official implementation, the default follows
+    the official one -- its actual behaviour, bugs included -- because the paper's numbers came from it. U-MAE's
+    lambda = 0.01 with 8 processes acted with an effective weight of about 0.01 / 8 = 1.25e-3; ``"exact"`` is the
+    loss as written.
+    """
+    one_of("uniformity_gather", mode, UNIFORMITY_GATHERS)
+    if _distributed_world() == 1:
+        return features
+    if mode == "official":
+        return _GatherOfficial.apply(features)
+    return _GatherExact.apply(features)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -45,9 +45,15 @@ What it does, following the official MAE recipe (facebookresearch/mae ``main_pre
   global batch of ``batch_size * world_size`` indices of the shared permutation is split into contiguous per-rank
   slices, logged metrics are all-reduced (the loss every step, so a non-finite loss stops every rank together), and
   only rank 0 writes checkpoints and shows progress. With a deterministic model whose loss is a per-sample mean, a
-  2-rank run equals a single-process run with the doubled batch up to float rounding (tested). Loss terms that
-  couple samples are computed by the model on its rank's batch: U-MAE's uniformity term therefore sees
-  ``batch_size`` features per rank, whereas the official U-MAE code all-gathers features across GPUs first.
+  2-rank run equals a single-process run with the doubled batch up to float rounding (tested). U-MAE's uniformity
+  term, which couples samples, is computed by the model on the features of *every* rank, all-gathered
+  (:func:`maelab.models.gather_features`): each rank gets the same ``loss_unif`` of the global batch of
+  ``batch_size * world_size`` features, as in the official U-MAE code. The model option ``uniformity_gather`` sets
+  its backward: ``"official"`` (the default) is the official ``GatherLayer``, which sends each rank's gradient only
+  into its own features, so after DDP's averaging the term's parameter gradient is 1/world_size of the gradient of
+  the loss as written (an effective weight ``lambda_unif / world_size``); ``"exact"`` sums the gradients over the
+  ranks first and gives the single-process gradient on the global batch (both tested with 2 and 4 gloo ranks).
+  Before this, each rank computed the term on its own ``batch_size`` features only.
 * **Failures.** A non-finite loss raises :class:`NonFiniteLossError` naming epoch, iteration and the loss terms
   before the optimiser step, so no NaN weights are written. Bad arguments raise :class:`maelab.ParameterError`.
 
