@@ -3,6 +3,7 @@
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 
 from maelab import claims as C
@@ -37,9 +38,10 @@ def test_paired_greater_uses_t_test():
     from scipy import stats
 
     diffs = [2.0, 3.0, 2.5, 3.5]
-    v, why = C.PairedGreater(0.05).decide(C.Evidence.from_samples(diffs))
-    p = stats.ttest_1samp(diffs, 0, alternative="greater").pvalue
-    assert v == C.SUPPORTED and p < 0.05
+    v, why = C.PairedGreater().decide(C.Evidence.from_samples(diffs))
+    p = stats.ttest_1samp(diffs, 0).pvalue  # two-sided
+    assert v == C.SUPPORTED and why.endswith(f"p = {p:.2g}")
+    assert C.PairedGreater().p_value(C.Evidence.from_samples(diffs)) == pytest.approx(p, rel=1e-12)
     assert C.PairedGreater().decide(C.Evidence.from_samples([-2.0, -3.0, -2.5]))[0] == C.NOT_SUPPORTED
     assert C.PairedGreater().decide(C.Evidence.from_samples([1.0, -1.0, 0.5]))[0] == C.INCONCLUSIVE
     assert C.PairedGreater().decide(C.Evidence.from_samples([1.0]))[0] == C.INCONCLUSIVE
@@ -131,11 +133,19 @@ def _row(c) -> tuple:
         c.statement,
         c.paper_value,
         type(crit).__name__,
-        dataclasses.asdict(crit),
-        crit.text,
+        _params(crit),
         c.notebook,
         c.measure,
     )
+
+
+def _params(crit) -> dict:
+    """A criterion's parameters without those issue 21 replaced on purpose: ``z`` (a fixed 2 s.e., now the t
+    quantile; 0 still means "the value alone") and PairedGreater's one-sided ``alpha`` (now two-sided ALPHA)."""
+    d = {k: v for k, v in dataclasses.asdict(crit).items() if k not in ("z", "alpha")}
+    if getattr(crit, "z", None) == 0:
+        d["exact"] = True
+    return d
 
 
 def test_registry_has_the_rows_the_core_had_before_they_moved_to_the_papers():
@@ -160,10 +170,10 @@ def test_registry_has_the_rows_the_core_had_before_they_moved_to_the_papers():
         stem = cid.removesuffix("_shapes").removesuffix("_mnist10k")
         for ds in ("fashion_mnist", "mnist", "cifar_dogcat"):
             c, o = new[f"{stem}_{ds}"], old[cid]
-            assert (c.where, type(c.criterion).__name__, dataclasses.asdict(c.criterion), c.notebook) == (
+            assert (c.where, type(c.criterion).__name__, _params(c.criterion), c.notebook) == (
                 o.where,
                 type(o.criterion).__name__,
-                dataclasses.asdict(o.criterion),
+                _params(o.criterion),
                 o.notebook,
             ), (cid, ds)
 
@@ -262,27 +272,211 @@ def test_thresholds_and_values_print_with_enough_digits():
     assert crit.decide(C.Evidence(value=1.0 + 1e-6))[1] == "1.000001 >= 1.000000001"
     assert C.Above(0.999, z=0.0).decide(C.Evidence(value=0.99949))[1] == "0.9995 > 0.999"  # not "0.999 > 0.999"
     # exact thresholds keep their short form, values their 3 significant digits
-    assert C.Below(1e-9).text == "value < 1e-09 (mean + 2 s.e. when seeds > 1)"
+    assert C.Below(1e-9).text == "value < 1e-09 (two-sided 95 % t interval when seeds > 1)"
     assert C.Above(0.5).decide(C.Evidence(value=0.91234))[1] == "0.912 > 0.5"
-    assert C.Above(-0.5).text == "value > -0.5 (mean - 2 s.e. when seeds > 1)"
+    assert C.Above(-0.5, z=0).text == "value > -0.5"
 
 
 def test_one_sided_reasons_name_the_bound_that_decided():
-    """With seeds, Above / Below decide on mean -/+ 2 s.e.; the reason prints that bound, not the mean (the mean of
-    a "not supported" Above can lie far below the bound that decided it)."""
+    """With seeds, Above / Below decide on the ends of the 95 % t interval (n - 1 d.f.); the reason prints the end
+    that decided, not the mean (the mean of a "not supported" Above can lie far below the bound that decided it)."""
     import numpy as np
+    from scipy import stats
 
     d = [0.0021, 0.0053, -0.0078]  # per-seed differences, mean ~0
-    hi = np.mean(d) + 2 * np.std(d, ddof=1) / np.sqrt(3)
+    half = lambda x: stats.t.ppf(0.975, len(x) - 1) * np.std(x, ddof=1) / np.sqrt(len(x))  # noqa: E731
+    hi = np.mean(d) + half(d)
     v, why = C.Above(0.031).decide(C.Evidence.from_samples(d))
-    assert v == C.NOT_SUPPORTED and why == f"mean + 2 s.e. = {hi:.3g} <= 0.031"
+    assert v == C.NOT_SUPPORTED and why == f"mean + t(0.975, 2) s.e. = {hi:.3g} <= 0.031"
     up = [0.05, 0.06, 0.07]
-    lo = np.mean(up) - 2 * np.std(up, ddof=1) / np.sqrt(3)
-    assert C.Above(0.031).decide(C.Evidence.from_samples(up)) == (C.SUPPORTED, f"mean - 2 s.e. = {lo:.3g} > 0.031")
+    lo = np.mean(up) - half(up)
+    assert C.Above(0.031).decide(C.Evidence.from_samples(up)) == (
+        C.SUPPORTED,
+        f"mean - t(0.975, 2) s.e. = {lo:.3g} > 0.031",
+    )
     assert C.Below(0.1).decide(C.Evidence.from_samples(up)) == (
         C.SUPPORTED,
-        f"mean + 2 s.e. = {np.mean(up) + 2 * np.std(up, ddof=1) / np.sqrt(3):.3g} < 0.1",
+        f"mean + t(0.975, 2) s.e. = {np.mean(up) + half(up):.3g} < 0.1",
     )
-    assert C.Below(0.031).decide(C.Evidence.from_samples(up)) == (C.NOT_SUPPORTED, f"mean - 2 s.e. = {lo:.3g} >= 0.031")
+    assert C.Below(0.031).decide(C.Evidence.from_samples(up)) == (
+        C.NOT_SUPPORTED,
+        f"mean - t(0.975, 2) s.e. = {lo:.3g} >= 0.031",
+    )
     # one value (no spread): the value itself, as before
     assert C.Above(0.031).decide(C.Evidence.from_samples([0.05])) == (C.SUPPORTED, "0.05 > 0.031")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# small-sample statistics and the multiplicity policy (issue 21): checked against scipy.stats
+# ---------------------------------------------------------------------------------------------------------------
+SAMPLES = [[0.3, 0.1, 0.25], [0.02, -0.01, 0.04, 0.0, 0.03, 0.01], [-1.0, 2.0], [5.0, 5.5, 4.0, 6.0, 5.2]]
+
+
+@pytest.mark.parametrize("x", SAMPLES)
+def test_t_interval_equals_scipy(x):
+    from scipy import stats
+
+    ev = C.Evidence.from_samples(x)
+    lo, hi = stats.t.interval(0.95, len(x) - 1, loc=ev.value, scale=stats.sem(x))
+    assert C.t_interval(ev) == pytest.approx((lo, hi), rel=1e-12, abs=1e-15)
+    assert C.t_quantile(len(x)) == pytest.approx(stats.t.ppf(0.975, len(x) - 1), rel=1e-12)
+
+
+def test_t_quantile_is_wider_than_two_standard_errors_for_three_seeds():
+    # the issue's point: with 3 seeds, mean - 2 s.e. is a ~9 % one-sided test, not 2.5 %
+    from scipy import stats
+
+    assert stats.t.sf(2.0, 2) > 0.09 and C.t_quantile(3) == pytest.approx(4.303, abs=1e-3)
+    # a row that z = 2 called supported and the t interval does not: mean 0.05, s.e. 0.02, n = 3
+    ev = C.Evidence.from_samples([0.05 - 0.02 * 3**0.5, 0.05, 0.05 + 0.02 * 3**0.5])
+    assert ev.sem == pytest.approx(0.02)
+    assert C.Above(0.0).decide(ev)[0] == C.INCONCLUSIVE
+
+
+@pytest.mark.parametrize("x", SAMPLES)
+@pytest.mark.parametrize("thr", [-0.5, 0.0, 0.02, 5.0])
+def test_above_below_p_values_are_scipy_one_sample_t_tests(x, thr):
+    from scipy import stats
+
+    ev = C.Evidence.from_samples(x)
+    p_gt = stats.ttest_1samp(x, thr, alternative="greater").pvalue
+    p_lt = stats.ttest_1samp(x, thr, alternative="less").pvalue
+    assert C.Above(thr).p_values(ev) == pytest.approx((p_gt, p_lt), rel=1e-9)
+    assert C.Below(thr).p_values(ev) == pytest.approx((p_lt, p_gt), rel=1e-9)
+    assert C.Above(thr).p_value(ev) == pytest.approx(stats.ttest_1samp(x, thr).pvalue, rel=1e-9)
+    # the decision and the p-value agree: decided exactly when the two-sided p < ALPHA
+    for crit in (C.Above(thr), C.Below(thr)):
+        decided = crit.decide(ev)[0] != C.INCONCLUSIVE
+        assert decided == (crit.p_value(ev) < C.ALPHA)
+
+
+def test_within_is_tost_and_decides_with_its_p_values():
+    from scipy import stats
+
+    x = [0.05, -0.05, 0.0, 0.02]
+    ev = C.Evidence.from_samples(x)
+    p_sup, p_not = C.Within(0.0, 0.2).p_values(ev)
+    tost = max(
+        stats.ttest_1samp(x, -0.2, alternative="greater").pvalue, stats.ttest_1samp(x, 0.2, alternative="less").pvalue
+    )
+    assert p_sup == pytest.approx(tost, rel=1e-9) and p_not > 0.5
+    assert C.Within(0.0, 0.2).decide(ev)[0] == C.SUPPORTED and p_sup < C.ALPHA / 2
+
+
+def test_exact_rows_have_no_p_value():
+    assert C.Above(0.5, z=0).p_value(C.Evidence.from_samples([0.6, 0.7])) is None
+    assert C.Above(0.5).p_value(C.Evidence(value=0.7)) is None  # one value: an exact computation
+    assert C.PairedGreater().p_value(C.Evidence.from_samples([1.0, 1.0, 1.0])) is None
+    assert C.PairedGreater().decide(C.Evidence.from_samples([1.0, 1.0, 1.0]))[0] == C.SUPPORTED
+    with pytest.raises(C.ParameterError, match="z"):
+        C.Above(0.5, z=2.0)
+
+
+def _holm_reference(p):
+    """Holm (1979) written out independently: reject H_(1..k) while p_(i) <= alpha / (m - i + 1); the adjusted p is
+    the smallest alpha at which each hypothesis is rejected, found by bisection on that rule."""
+    m = len(p)
+
+    def rejected(alpha):
+        out, order = set(), sorted(range(m), key=lambda i: p[i])
+        for rank, i in enumerate(order):
+            if p[i] <= alpha / (m - rank):
+                out.add(i)
+            else:
+                break
+        return out
+
+    adj = []
+    for i in range(m):
+        lo, hi = 0.0, 1.0
+        if i not in rejected(1.0):
+            adj.append(1.0)
+            continue
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if i in rejected(mid) else (mid, hi)
+        adj.append(hi)
+    return adj
+
+
+@pytest.mark.parametrize(
+    "p", [[0.01, 0.04, 0.03, 0.2], [0.001, 0.5, 0.012, 0.013, 0.02], [0.3], [0.04, 0.04], [0.9, 0.001, 0.6]]
+)
+def test_holm_equals_an_independent_reference(p):
+    assert C.holm(p) == pytest.approx(_holm_reference(p), abs=1e-9)
+
+
+def test_holm_refuses_numbers_outside_the_unit_interval():
+    with pytest.raises(C.ParameterError, match="p_values"):
+        C.holm([0.1, 1.5])
+
+
+def _row_of(paper, cid, crit):
+    return C.Claim(cid, paper, "§", "s", "v", crit, "nb", "m")
+
+
+def test_adjust_applies_holm_within_each_paper_and_keeps_exact_rows():
+    from scipy import stats
+
+    # paper a: three t-tested rows, one decided at p ~ 0.016 that Holm over 3 leaves inconclusive
+    x1 = [-0.040, -0.022, -0.041]
+    x2 = [0.01, -0.02, 0.015]
+    x3 = [0.2, 0.21, 0.19, 0.2]
+    rows = {
+        "a1": (_row_of("a", "a1", C.PairedGreater()), C.Evidence.from_samples(x1)),
+        "a2": (_row_of("a", "a2", C.PairedGreater()), C.Evidence.from_samples(x2)),
+        "a3": (_row_of("a", "a3", C.Above(0.0)), C.Evidence.from_samples(x3)),
+        "ax": (_row_of("a", "ax", C.Above(0.5, z=0)), C.Evidence(value=0.7)),  # exact: not in the family
+        "au": (_row_of("a", "au", C.PairedGreater()), C.Evidence.from_samples(x3, unmet="did not learn")),
+        # paper b: one row alone, not adjusted by paper a's rows
+        "b1": (_row_of("b", "b1", C.PairedGreater()), C.Evidence.from_samples(x1)),
+    }
+    d = C.adjust(rows)
+    ps = [stats.ttest_1samp(x, 0).pvalue for x in (x1, x2, x3)]
+    want = _holm_reference(ps)
+    for cid, q, p in zip(("a1", "a2", "a3"), want, ps):
+        assert d[cid].p == pytest.approx(p, rel=1e-9) and d[cid].p_adj == pytest.approx(q, rel=1e-9)
+        assert d[cid].family == 3
+    assert d["a1"].raw_verdict == C.NOT_SUPPORTED and ps[0] < 0.05 <= want[0]
+    assert d["a1"].verdict == C.INCONCLUSIVE and "not significant after Holm over 3" in d["a1"].reason
+    assert d["a3"].verdict == C.SUPPORTED and d["a3"].p_adj < C.ALPHA
+    assert d["ax"] == C.Decision(C.SUPPORTED, "0.7 > 0.5", C.SUPPORTED)
+    assert d["au"].verdict == C.INCONCLUSIVE and d["au"].p is None
+    assert d["b1"].family == 1 and d["b1"].verdict == C.NOT_SUPPORTED
+    assert d["b1"].p_adj == pytest.approx(ps[0], rel=1e-9)
+
+
+def test_monotone_reads_a_significant_reversal_end_to_end_as_not_supported():
+    # every step within error, the series as a whole significantly the wrong way (Kong's SSIM 0.364 -> 0.328)
+    ev = C.Evidence(x=(0.1, 0.25, 0.5, 0.75), y=(0.364, 0.352, 0.340, 0.328), y_err=(0.002,) * 4, y_n=(3,) * 4)
+    v, why = C.Monotone("increasing").decide(ev)
+    assert v == C.NOT_SUPPORTED and "end to end 0.364 -> 0.328" in why
+    assert C.Monotone("increasing").p_value(ev) < C.ALPHA
+    # with t quantiles of 2 d.f. a 2.5-s.e. step is not significant; with the normal it is
+    step = C.Evidence(x=(0, 1), y=(0.0, 0.025 * 2**0.5), y_err=(0.01, 0.01))
+    assert C.Monotone("increasing").decide(step)[0] == C.SUPPORTED
+    assert C.Monotone("increasing").decide(dataclasses.replace(step, y_n=(3, 3)))[0] == C.INCONCLUSIVE
+
+
+def test_monotone_p_values_equal_scipy_t():
+    from scipy import stats
+
+    ev = C.Evidence(x=(0, 1, 2), y=(0.1, 0.2, 0.26), y_err=(0.01, 0.02, 0.02), y_n=(3, 4, 4))
+    p_sup, p_not = C.Monotone("increasing").p_values(ev)
+    steps = [stats.t.sf(0.1 / np.hypot(0.01, 0.02), 2), stats.t.sf(0.06 / np.hypot(0.02, 0.02), 3)]
+    assert p_sup == pytest.approx(max(steps), rel=1e-9)
+    assert p_not == pytest.approx(min(1.0, 3 * stats.t.cdf(0.06 / np.hypot(0.02, 0.02), 3)), rel=1e-9)
+
+
+@pytest.mark.parametrize("n,sd", [(3, 0.02), (6, 0.015), (10, 1.0)])
+def test_minimum_detectable_effect_has_the_stated_power(n, sd):
+    from scipy import stats
+
+    mde = C.minimum_detectable_effect(sd, n)
+    # simulate nothing: the power of the two-sided one-sample t-test at that effect, from scipy's noncentral t
+    nc, crit = mde / (sd / np.sqrt(n)), stats.t.ppf(0.975, n - 1)
+    power = stats.nct.sf(crit, n - 1, nc) + np.nan_to_num(stats.nct.cdf(-crit, n - 1, nc))
+    assert power == pytest.approx(0.8, abs=1e-6)
+    assert C.minimum_detectable_effect(sd, n, alpha=0.01) > mde
+    with pytest.raises(C.ParameterError, match="n"):
+        C.minimum_detectable_effect(sd, 1)

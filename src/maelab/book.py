@@ -502,7 +502,10 @@ def _best_claims_records(
 def collect_claims(notebooks: list[str] | None = None, profile: str | None = None):
     """Every registered claim with the evidence of the best profile stored for its notebook (gpu > cpu > smoke).
 
-    Verdicts are recomputed here from the stored evidence with the registry's criterion. When the best stored claims
+    Verdicts are recomputed here from the stored evidence with the registry's criterion, then judged under the
+    book's multiplicity policy (:data:`maelab.claims.POLICY`, :func:`maelab.claims.adjust`: Holm within each
+    paper's stochastic rows). The family of a row is taken from every notebook's record of the same selection
+    (the best stored profile, or ``profile``'s records), whatever ``notebooks`` keeps. When the best stored claims
     record of a notebook cannot be trusted (checksum mismatch, unreadable, old format), its claims get the verdict
     ``RECORD_ERROR`` with the reason -- the scoreboard never falls back silently to a lower profile.
 
@@ -512,15 +515,14 @@ def collect_claims(notebooks: list[str] | None = None, profile: str | None = Non
 
     Returns:
         ``pandas.DataFrame``, one row per claim in registry order: id, paper, where, claim, paper's value, measure,
-        criterion, notebook, ours (mean ± s.e., n), verdict, reason, profile, device, commit, recorded (date).
+        criterion, notebook, ours (mean ± s.e., n), verdict, reason, profile, device, commit, recorded (date),
+        raw verdict (the row's own test), p (its two-sided p; None without a test), p_adj (Holm-adjusted).
     """
     import pandas as pd
 
-    best = _best_claims_records(notebooks, profile)
-    rows = []
+    best = _best_claims_records(None, profile)  # every notebook: the policy's families span the paper
+    rows, measured = [], {}
     for c in claims_mod.REGISTRY.values():
-        if notebooks is not None and c.notebook not in notebooks:
-            continue
         row = {
             "id": c.id,
             "paper": c.paper,
@@ -559,6 +561,7 @@ def collect_claims(notebooks: list[str] | None = None, profile: str | None = Non
             )
         else:
             ev = claims_mod.Evidence.from_dict(rec["evidence"])
+            measured[c.id] = (c, ev)
             v, why = claims_mod.verdict(c, ev)
             src = (
                 rec["sources"][0]
@@ -577,7 +580,17 @@ def collect_claims(notebooks: list[str] | None = None, profile: str | None = Non
                 }
             )
         rows.append(row)
-    return pd.DataFrame(rows)
+    decided = claims_mod.adjust(measured)
+    for row in rows:
+        d = decided.get(row["id"])
+        row["raw verdict"] = d.raw_verdict if d else row["verdict"]
+        row["p"], row["p_adj"] = (d.p, d.p_adj) if d else (None, None)
+        if d:
+            row["verdict"], row["reason"] = d.verdict, d.reason
+    board = pd.DataFrame(rows)
+    if notebooks is not None:
+        board = board[board["notebook"].isin(notebooks)].reset_index(drop=True)
+    return board
 
 
 # ----------------------------------------------------------------------------------------------- findings
@@ -903,6 +916,14 @@ def findings_summary(board=None, *, link_base: str = ""):
     )
 
 
+def _p_text(r) -> str:
+    """A row's p-values as the scoreboard prints them: raw and Holm-adjusted, or why there are none."""
+    p = r.get("p")
+    if p is None or p != p:  # None or NaN
+        return "— (decided without a test: an exact value, or no spread over seeds)"
+    return f"{p:.2g} raw, {r['p_adj']:.2g} adjusted (its own test says: {r['raw verdict']})"
+
+
 def scoreboard_table(board, paper: str) -> str:
     """One paper's scoreboard table (HTML): claim, where, paper's value, ours, verdict badge, and under each row a
     collapsible detail row with the criterion, reason and provenance; each claim links to the page (and section)
@@ -927,6 +948,7 @@ def scoreboard_table(board, paper: str) -> str:
                 ("our measure", r["measure"]),
                 ("criterion", r["criterion"]),
                 ("reason", r["reason"] or "—"),
+                ("p (Holm)", _p_text(r)),
                 ("provenance", prov or "—"),
             )
         )

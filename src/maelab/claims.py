@@ -5,8 +5,12 @@ A notebook measures the *evidence* (a value with its spread over seeds, or a ser
 :meth:`maelab.book.Context.claim`, which stores it through :func:`maelab.store.load_or_compute` (so it carries
 provenance). The scoreboard page gathers every notebook's stored evidence and calls :func:`verdict`.
 
-Verdicts: ``supported``, ``not supported``, ``inconclusive``. With n > 1 samples the criteria use a two-sided
-interval of ``z`` standard errors (default z = 2): only an interval wholly on one side of a threshold decides.
+Verdicts: ``supported``, ``not supported``, ``inconclusive``. With n > 1 samples (seeds) a criterion is a test:
+the two-sided 95 % interval of Student's t with n - 1 degrees of freedom (:func:`t_interval`), equivalently a
+one-sided test at level :data:`ALPHA` / 2 in each direction, and only an interval wholly on one side of a threshold
+decides. Such a row is *stochastic*: its criterion also gives a p-value (:meth:`Criterion.p_value`), and the
+scoreboard's verdict is the one left after the book's multiplicity policy (:data:`POLICY`, :func:`adjust`: Holm
+within each paper's stochastic rows). Rows without spread (exact computations) are decided by their value alone.
 
 This module is the engine only. The rows are data next to their paper: each paper package has a module
 ``maelab.papers.<paper>.claims`` exporting ``CLAIMS: list[Claim]`` (keyword-argument rows). :data:`REGISTRY`
@@ -21,7 +25,7 @@ import dataclasses
 import importlib
 import math
 import pkgutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from ._validate import ParameterError, one_of
 
@@ -35,7 +39,8 @@ class Evidence:
 
     ``value``: the statistic (a mean over seeds when ``samples`` is given). ``samples``: per-seed values (or
     per-seed paired differences). ``x``/``y``/``y_err``: a series for monotone-trend criteria (``y_err`` = standard
-    error of each point). ``note``: one line on how it was measured. ``unmet``: empty, or the stated
+    error of each point, ``y_n`` = the seeds behind each point, for its t quantile).
+    ``note``: one line on how it was measured. ``unmet``: empty, or the stated
     precondition of the measurement that failed (e.g. "fine-tuning did not learn"): the verdict is then
     ``inconclusive`` whatever the numbers, so a comparison of two broken runs can never count as support.
     """
@@ -47,6 +52,7 @@ class Evidence:
     y_err: tuple[float, ...] | None = None
     note: str = ""
     unmet: str = ""
+    y_n: tuple[int, ...] | None = None
 
     @property
     def n(self) -> int:
@@ -65,16 +71,19 @@ class Evidence:
         return 0.0 if s is None else s / math.sqrt(self.n)
 
     def to_dict(self) -> dict:
-        """JSON-ready fields; an empty ``unmet`` is left out, so records stored before it existed stay unchanged."""
+        """JSON-ready fields; an empty ``unmet`` and a missing ``y_n`` are left out, so records stored before they
+        existed stay unchanged."""
         return {
             k: (list(v) if isinstance(v, tuple) else v)
             for k, v in dataclasses.asdict(self).items()
-            if not (k == "unmet" and not v)
+            if not (k in ("unmet", "y_n") and not v)
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> Evidence:
         kw = {k: (tuple(float(a) for a in v) if isinstance(v, list) else v) for k, v in d.items()}
+        if kw.get("y_n") is not None:
+            kw["y_n"] = tuple(int(a) for a in kw["y_n"])
         return cls(**kw)
 
     @classmethod
@@ -272,43 +281,125 @@ def _pair(value: float, threshold: float) -> tuple[str, str]:
     return repr(float(value)), t
 
 
-def _bound(ev: Evidence, bound: float, sign: str, z: float, threshold: float) -> str:
+#: The level of every test of the engine: a row's criterion decides at two-sided level ``ALPHA`` (its 95 % t
+#: interval; one-sided ``ALPHA`` / 2 in each direction), and the multiplicity policy (:data:`POLICY`) keeps the
+#: family-wise error rate of each paper's stochastic rows at ``ALPHA``.
+ALPHA = 0.05
+
+
+def t_quantile(n: int, level: float = 1 - ALPHA) -> float:
+    """The two-sided ``level`` quantile of Student's t with n - 1 degrees of freedom (``t.ppf((1 + level) / 2,
+    n - 1)``): the multiplier of the standard error in a ``level`` interval of a mean of n seeds (4.30 for n = 3,
+    2.57 for n = 6, not the normal 1.96 or the 2 a fixed rule would take)."""
+    from scipy import stats
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ParameterError("n", "an integer >= 2 (samples behind the mean)", n)
+    if not 0 < level < 1:
+        raise ParameterError("level", "a number in (0, 1)", level)
+    return float(stats.t.ppf((1 + level) / 2, n - 1))
+
+
+def t_interval(ev: Evidence, level: float = 1 - ALPHA) -> tuple[float, float]:
+    """The two-sided ``level`` t interval of the mean of ``ev.samples`` (mean ± t quantile × s.e., n - 1 degrees of
+    freedom); the value itself twice when there is no spread (one sample, or identical samples)."""
+    if ev.value is None:
+        raise ParameterError("evidence", "evidence with a value", ev)
+    if ev.sem == 0:
+        return ev.value, ev.value
+    h = t_quantile(ev.n, level) * ev.sem
+    return ev.value - h, ev.value + h
+
+
+def _one_sided(diff: float, se: float, df: float) -> tuple[float, float]:
+    """One-sided p-values (P(T >= t), P(T <= t)) of t = diff / se with ``df`` degrees of freedom (inf: normal);
+    without spread the side the value lies on is certain (0 / 1; a tie gives 1 / 1)."""
+    from scipy import stats
+
+    if se == 0:
+        return (0.0 if diff > 0 else 1.0), (0.0 if diff < 0 else 1.0)
+    t = diff / se
+    dist = stats.norm if math.isinf(df) else stats.t(df)
+    return float(dist.sf(t)), float(dist.cdf(t))
+
+
+def two_sided(p_supported: float, p_not: float) -> float:
+    """The p-value of a row's three-way decision from its two one-sided p-values: ``min(1, 2 min(p, q))`` (the
+    decision is a two-sided test whose direction is read from the sign)."""
+    return min(1.0, 2.0 * min(p_supported, p_not))
+
+
+def _bound(ev: Evidence, bound: float, sign: str, threshold: float) -> str:
     """The number a one-sided criterion decided on, as its reason prints it: the value itself without spread
-    ("0.912"), else the bound with its name ("mean - 2 s.e. = 0.035"), so the reason names what crossed the
-    threshold (the mean alone may lie on the other side of it)."""
-    if ev.sem == 0 or z == 0:
+    ("0.912"), else the bound with its name ("mean - t(0.975, 2) s.e. = 0.035"), so the reason names what crossed
+    the threshold (the mean alone may lie on the other side of it)."""
+    if ev.sem == 0:
         return _pair(ev.value, threshold)[0]
-    return f"mean {sign} {z:g} s.e. = {_pair(bound, threshold)[0]}"
+    return f"mean {sign} t({1 - ALPHA / 2:g}, {ev.n - 1}) s.e. = {_pair(bound, threshold)[0]}"
+
+
+def _check_z(z) -> None:
+    if z is not None and not (isinstance(z, (int, float)) and not isinstance(z, bool) and z == 0):
+        raise ParameterError("z", "None (a t interval over the samples) or 0 (the value alone, no interval)", z)
 
 
 class Criterion:
-    """Base class: ``decide(evidence) -> (verdict, one-line reason)``; ``text`` states it for the page."""
+    """Base class: ``decide(evidence) -> (verdict, one-line reason)``; ``text`` states it for the page.
+
+    ``p_values(evidence)``: the one-sided p-values ``(p_supported, p_not_supported)`` of the test behind the
+    decision, or None when the evidence has no spread (an exact computation: not a test, outside the multiplicity
+    policy). :meth:`p_value` is the row's two-sided p (:func:`two_sided`)."""
 
     text: str = ""
 
     def decide(self, ev: Evidence) -> tuple[str, str]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def p_values(self, ev: Evidence) -> tuple[float, float] | None:
+        return None
+
+    def p_value(self, ev: Evidence) -> float | None:
+        p = self.p_values(ev)
+        return None if p is None else two_sided(*p)
+
+
+_T_NOTE = f" (two-sided {100 * (1 - ALPHA):g} % t interval when seeds > 1)"
+
 
 @dataclasses.dataclass(frozen=True)
 class Below(Criterion):
-    """Supported when the value (its upper z-sigma bound, with samples) is below ``threshold``."""
+    """Supported when the value (the upper end of its t interval, with samples) is below ``threshold``; not
+    supported when the lower end is at or above it. ``z=0``: the value alone decides (an exact computation)."""
 
     threshold: float
-    z: float = 2.0
+    z: float | None = None
+
+    def __post_init__(self):
+        _check_z(self.z)
 
     @property
     def text(self) -> str:
-        return f"value < {_num(self.threshold)}" + (" (mean + 2 s.e. when seeds > 1)" if self.z else "")
+        return f"value < {_num(self.threshold)}" + ("" if self.z == 0 else _T_NOTE)
+
+    def p_values(self, ev: Evidence) -> tuple[float, float] | None:
+        if self.z == 0 or ev.sem == 0 or ev.value is None or not math.isfinite(ev.value):
+            return None
+        up, down = _one_sided(ev.value - self.threshold, ev.sem, ev.n - 1)
+        return down, up
 
     def decide(self, ev: Evidence) -> tuple[str, str]:
         if ev.value is None or not math.isfinite(ev.value):
             return INCONCLUSIVE, "no finite value"
-        lo, hi = ev.value - self.z * ev.sem, ev.value + self.z * ev.sem
+        lo, hi = (ev.value, ev.value) if self.z == 0 else t_interval(ev)
+        b = (
+            (lambda x, sign: _pair(ev.value, self.threshold)[0])
+            if self.z == 0
+            else (lambda x, sign: _bound(ev, x, sign, self.threshold))
+        )
         if hi < self.threshold:
-            return SUPPORTED, f"{_bound(ev, hi, '+', self.z, self.threshold)} < {_num(self.threshold)}"
+            return SUPPORTED, f"{b(hi, '+')} < {_num(self.threshold)}"
         if lo >= self.threshold:
-            return NOT_SUPPORTED, f"{_bound(ev, lo, '-', self.z, self.threshold)} >= {_num(self.threshold)}"
+            return NOT_SUPPORTED, f"{b(lo, '-')} >= {_num(self.threshold)}"
         return (
             INCONCLUSIVE,
             f"[{_pair(lo, self.threshold)[0]}, {_pair(hi, self.threshold)[0]}] straddles {_num(self.threshold)}",
@@ -317,23 +408,37 @@ class Below(Criterion):
 
 @dataclasses.dataclass(frozen=True)
 class Above(Criterion):
-    """Supported when the value (its lower z-sigma bound, with samples) is above ``threshold``."""
+    """Supported when the value (the lower end of its t interval, with samples) is above ``threshold``; not
+    supported when the upper end is at or below it. ``z=0``: the value alone decides (an exact computation)."""
 
     threshold: float
-    z: float = 2.0
+    z: float | None = None
+
+    def __post_init__(self):
+        _check_z(self.z)
 
     @property
     def text(self) -> str:
-        return f"value > {_num(self.threshold)}" + (" (mean - 2 s.e. when seeds > 1)" if self.z else "")
+        return f"value > {_num(self.threshold)}" + ("" if self.z == 0 else _T_NOTE)
+
+    def p_values(self, ev: Evidence) -> tuple[float, float] | None:
+        if self.z == 0 or ev.sem == 0 or ev.value is None or not math.isfinite(ev.value):
+            return None
+        return _one_sided(ev.value - self.threshold, ev.sem, ev.n - 1)
 
     def decide(self, ev: Evidence) -> tuple[str, str]:
         if ev.value is None or not math.isfinite(ev.value):
             return INCONCLUSIVE, "no finite value"
-        lo, hi = ev.value - self.z * ev.sem, ev.value + self.z * ev.sem
+        lo, hi = (ev.value, ev.value) if self.z == 0 else t_interval(ev)
+        b = (
+            (lambda x, sign: _pair(ev.value, self.threshold)[0])
+            if self.z == 0
+            else (lambda x, sign: _bound(ev, x, sign, self.threshold))
+        )
         if lo > self.threshold:
-            return SUPPORTED, f"{_bound(ev, lo, '-', self.z, self.threshold)} > {_num(self.threshold)}"
+            return SUPPORTED, f"{b(lo, '-')} > {_num(self.threshold)}"
         if hi <= self.threshold:
-            return NOT_SUPPORTED, f"{_bound(ev, hi, '+', self.z, self.threshold)} <= {_num(self.threshold)}"
+            return NOT_SUPPORTED, f"{b(hi, '+')} <= {_num(self.threshold)}"
         return (
             INCONCLUSIVE,
             f"[{_pair(lo, self.threshold)[0]}, {_pair(hi, self.threshold)[0]}] straddles {_num(self.threshold)}",
@@ -342,94 +447,149 @@ class Above(Criterion):
 
 @dataclasses.dataclass(frozen=True)
 class Within(Criterion):
-    """Supported when the z-sigma interval lies inside target +- tol; not supported when it lies outside."""
+    """Supported when the t interval lies inside target ± tol (two one-sided tests, the equivalence test TOST);
+    not supported when it lies wholly outside. ``z=0``: the value alone decides."""
 
     target: float
     tol: float
-    z: float = 2.0
+    z: float | None = None
+
+    def __post_init__(self):
+        _check_z(self.z)
 
     @property
     def text(self) -> str:
-        return f"|value - {self.target:g}| <= {self.tol:g}"
+        return f"|value - {self.target:g}| <= {self.tol:g}" + ("" if self.z == 0 else _T_NOTE)
+
+    def p_values(self, ev: Evidence) -> tuple[float, float] | None:
+        if self.z == 0 or ev.sem == 0 or ev.value is None or not math.isfinite(ev.value):
+            return None
+        a, b = self.target - self.tol, self.target + self.tol
+        above_a, below_a = _one_sided(ev.value - a, ev.sem, ev.n - 1)
+        above_b, below_b = _one_sided(ev.value - b, ev.sem, ev.n - 1)
+        return max(above_a, below_b), min(below_a, above_b)
 
     def decide(self, ev: Evidence) -> tuple[str, str]:
         if ev.value is None or not math.isfinite(ev.value):
             return INCONCLUSIVE, "no finite value"
-        lo, hi = ev.value - self.z * ev.sem, ev.value + self.z * ev.sem
+        lo, hi = (ev.value, ev.value) if self.z == 0 else t_interval(ev)
         a, b = self.target - self.tol, self.target + self.tol
         if a <= lo and hi <= b:
-            return SUPPORTED, f"{ev.value:.3g} within {self.target:g} ± {self.tol:g}"
+            return SUPPORTED, f"{ev.value:.3g} within {self.target:g} ± {self.tol:g}" + (
+                f" (t interval [{lo:.3g}, {hi:.3g}])" if hi > lo else ""
+            )
         if hi < a or lo > b:
-            return NOT_SUPPORTED, f"{ev.value:.3g} outside {self.target:g} ± {self.tol:g}"
+            return NOT_SUPPORTED, f"{ev.value:.3g} outside {self.target:g} ± {self.tol:g}" + (
+                f" (t interval [{lo:.3g}, {hi:.3g}])" if hi > lo else ""
+            )
         return INCONCLUSIVE, f"[{lo:.3g}, {hi:.3g}] overlaps the edge of {self.target:g} ± {self.tol:g}"
 
 
 @dataclasses.dataclass(frozen=True)
 class PairedGreater(Criterion):
-    """Per-seed paired differences (ours - baseline): one-sided paired t-test at level ``alpha``.
+    """Per-seed paired differences (ours - baseline): the paired t-test (n - 1 degrees of freedom), two-sided at
+    :data:`ALPHA`, its direction read from the sign.
 
-    Supported: one-sided p(mean > 0) < alpha. Not supported: significantly negative (one-sided p(mean < 0) < alpha).
-    Otherwise (including a tie within noise) inconclusive.
-    """
-
-    alpha: float = 0.05
+    Supported: the mean difference is significantly positive (one-sided p < ALPHA / 2); not supported: significantly
+    negative; otherwise (a tie within noise included) inconclusive. Identical differences (no spread) decide by their
+    sign alone."""
 
     @property
     def text(self) -> str:
-        return f"paired difference > 0, one-sided paired t-test p < {self.alpha:g}"
+        return f"paired difference > 0: paired t-test, two-sided p < {ALPHA:g} (direction from the sign)"
+
+    def p_values(self, ev: Evidence) -> tuple[float, float] | None:
+        if not ev.samples or len(ev.samples) < 2 or ev.sem == 0:
+            return None
+        return _one_sided(ev.value, ev.sem, ev.n - 1)
 
     def decide(self, ev: Evidence) -> tuple[str, str]:
         if not ev.samples or len(ev.samples) < 2:
             return INCONCLUSIVE, "needs >= 2 paired samples"
-        from scipy import stats
-
-        mean, sd = ev.value, ev.std
-        if sd == 0:
-            p_gt = 0.0 if mean > 0 else 1.0
-            p_lt = 0.0 if mean < 0 else 1.0
-        else:
-            p_gt = float(stats.ttest_1samp(ev.samples, 0.0, alternative="greater").pvalue)
-            p_lt = float(stats.ttest_1samp(ev.samples, 0.0, alternative="less").pvalue)
-        if p_gt < self.alpha:
-            return SUPPORTED, f"mean diff {mean:+.3g} (n={ev.n}), p = {p_gt:.2g}"
-        if p_lt < self.alpha:
-            return NOT_SUPPORTED, f"mean diff {mean:+.3g} (n={ev.n}) is significantly negative, p = {p_lt:.2g}"
-        return INCONCLUSIVE, f"mean diff {mean:+.3g} (n={ev.n}), p = {p_gt:.2g}"
+        mean = ev.value
+        if ev.sem == 0:
+            v = SUPPORTED if mean > 0 else NOT_SUPPORTED if mean < 0 else INCONCLUSIVE
+            return v, f"mean diff {mean:+.3g} (n={ev.n}), identical in every pair"
+        p_gt, p_lt = self.p_values(ev)
+        p = two_sided(p_gt, p_lt)
+        if p_gt < ALPHA / 2:
+            return SUPPORTED, f"mean diff {mean:+.3g} (n={ev.n}), p = {p:.2g}"
+        if p_lt < ALPHA / 2:
+            return NOT_SUPPORTED, f"mean diff {mean:+.3g} (n={ev.n}) is significantly negative, p = {p:.2g}"
+        return INCONCLUSIVE, f"mean diff {mean:+.3g} (n={ev.n}), p = {p:.2g}"
 
 
 @dataclasses.dataclass(frozen=True)
 class Monotone(Criterion):
-    """A series y(x) moves in ``direction`` at every step, each step beyond z standard errors.
+    """A series y(x) moves in ``direction``.
 
-    Supported: every consecutive step goes the stated way by more than z*sqrt(err_i^2 + err_j^2).
-    Not supported: some step goes significantly the other way. Otherwise inconclusive.
-    """
+    Each step y[i+1] - y[i] is tested with its standard error sqrt(err_i^2 + err_{i+1}^2) (``ev.y_err``), with
+    Student's t of min(n_i, n_{i+1}) - 1 degrees of freedom where ``ev.y_n`` gives the seeds behind each point (the
+    normal distribution where it does not). Supported: *every* step goes the stated way significantly (an
+    intersection-union test: its p is the largest step p). Not supported: some step, or the series end to end
+    (last - first), goes significantly the other way (Bonferroni over those k + 1 tests). Otherwise inconclusive.
+    Each direction is tested at ALPHA / 2, as the other criteria. ``z=0``: the values alone decide (an exact
+    series)."""
 
     direction: str = "increasing"
-    z: float = 2.0
+    z: float | None = None
 
     def __post_init__(self):
         one_of("direction", self.direction, ("increasing", "decreasing"))
+        _check_z(self.z)
 
     @property
     def text(self) -> str:
-        return f"{self.direction} at every step by > {self.z:g} s.e."
+        if self.z == 0:
+            return f"{self.direction} at every step"
+        return (
+            f"{self.direction} at every step (each step significant); not supported when a step or the whole "
+            f"series goes significantly the other way (t tests, {ALPHA / 2:g} each way)"
+        )
+
+    def _tests(self, ev: Evidence):
+        """[(difference in the stated direction, s.e., d.o.f.)] of each step, then of the series end to end."""
+        err = (0.0,) * len(ev.y) if (self.z == 0 or not ev.y_err) else ev.y_err
+        ns = ev.y_n if ev.y_n else None
+        sign = 1.0 if self.direction == "increasing" else -1.0
+        out = []
+        for i, j in [(k, k + 1) for k in range(len(ev.y) - 1)] + [(0, len(ev.y) - 1)]:
+            df = math.inf if ns is None else max(min(ns[i], ns[j]) - 1, 1)
+            out.append((sign * (ev.y[j] - ev.y[i]), math.hypot(err[i], err[j]), df))
+        return out
+
+    def p_values(self, ev: Evidence) -> tuple[float, float] | None:
+        if not ev.y or len(ev.y) < 2:
+            return None
+        tests = self._tests(ev)
+        if all(se == 0 for _, se, _ in tests):
+            return None
+        ps = [_one_sided(d, se, df) for d, se, df in tests]
+        p_sup = max(p for p, _ in ps[:-1])
+        p_not = min(1.0, len(ps) * min(q for _, q in ps))
+        return p_sup, p_not
 
     def decide(self, ev: Evidence) -> tuple[str, str]:
         if not ev.y or len(ev.y) < 2:
             return INCONCLUSIVE, "needs a series of >= 2 points"
-        err = ev.y_err or (0.0,) * len(ev.y)
-        sign = 1.0 if self.direction == "increasing" else -1.0
-        steps = []
-        for i in range(len(ev.y) - 1):
-            d = sign * (ev.y[i + 1] - ev.y[i])
-            e = self.z * math.hypot(err[i], err[i + 1])
-            steps.append((d, e))
-        if all(d > e for d, e in steps):
-            return SUPPORTED, f"all {len(steps)} steps {self.direction}"
-        if any(d < -e for d, e in steps):
-            k = sum(d < -e for d, e in steps)
-            return NOT_SUPPORTED, f"{k} of {len(steps)} steps significantly the other way"
+        tests = self._tests(ev)
+        steps, end = tests[:-1], tests[-1]
+        ps = [_one_sided(d, se, df) for d, se, df in tests]
+        k = len(steps)
+        back = [q * len(ps) < ALPHA / 2 for _, q in ps]  # Bonferroni over the k steps and the end-to-end change
+        if all(p < ALPHA / 2 for p, _ in ps[:-1]):
+            return SUPPORTED, f"all {k} steps {self.direction}" + (
+                f" (largest step p = {max(p for p, _ in ps[:-1]):.2g})" if end[1] > 0 else ""
+            )
+        if any(back):
+            n_steps = sum(back[:-1])
+            first, last = ev.y[0], ev.y[-1]
+            parts = []
+            if n_steps:
+                parts.append(f"{n_steps} of {k} steps significantly the other way")
+            if back[-1]:
+                parts.append(f"end to end {first:.3g} -> {last:.3g}, significantly the other way")
+            return NOT_SUPPORTED, "; ".join(parts)
         return INCONCLUSIVE, "some steps within error"
 
 
@@ -457,6 +617,109 @@ def verdict(claim: Claim, evidence: Evidence) -> tuple[str, str]:
             f"a criterion must return one of {VERDICTS}"
         )
     return v, why
+
+
+#: The book's multiplicity policy, fixed before the runs it judges (issue 21; maelab.claims.adjust applies it).
+POLICY = (
+    f"Holm's step-down procedure within each paper: the family is every stochastic row of that paper (a row "
+    f"decided by a test over seeds, with its precondition met), and the probability of one or more wrong verdicts "
+    f"among them is at most {ALPHA:g} under any dependence between the rows"
+)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-adjusted p-values (step-down, monotone, capped at 1), in the input order: the i-th smallest p times
+    (m - i + 1), made non-decreasing. Rejecting where the adjusted p < alpha controls the family-wise error rate at
+    alpha under any dependence (Holm 1979)."""
+    ps = [float(p) for p in p_values]
+    if any(not 0 <= p <= 1 for p in ps):
+        raise ParameterError("p_values", "numbers in [0, 1]", ps)
+    m = len(ps)
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(sorted(range(m), key=ps.__getitem__)):
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        out[i] = running
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """A row's verdict under the multiplicity policy: ``verdict``/``reason`` (what the scoreboard shows),
+    ``raw_verdict`` (the row's own test at level ALPHA), ``p`` (its two-sided p; None for a row decided without
+    a test), ``p_adj`` (Holm-adjusted within its paper's family) and ``family`` (that family's size)."""
+
+    verdict: str
+    reason: str
+    raw_verdict: str
+    p: float | None = None
+    p_adj: float | None = None
+    family: int = 0
+
+
+def adjust(rows: Mapping[str, tuple[Claim, Evidence]]) -> dict[str, Decision]:
+    """The verdicts of ``rows`` (claim id -> (claim, evidence)) under :data:`POLICY`.
+
+    Each row is first decided by its criterion (:func:`verdict`). The stochastic rows -- those whose criterion
+    gives a p-value for the evidence and whose precondition is met -- form one family per paper; their p-values are
+    Holm-adjusted within it. A decided row (supported / not supported) whose adjusted p is not below :data:`ALPHA`
+    becomes inconclusive, its reason saying so with both p-values. Other rows keep their verdict.
+
+    A family holds the rows present in ``rows``: pass every measured row of the book (the scoreboard does), not
+    one page's."""
+    raw = {cid: verdict(c, ev) for cid, (c, ev) in rows.items()}
+    pv = {
+        cid: c.criterion.p_value(ev)
+        for cid, (c, ev) in rows.items()
+        if not ev.unmet and c.criterion.p_value(ev) is not None
+    }
+    families: dict[str, list[str]] = {}
+    for cid in pv:
+        families.setdefault(rows[cid][0].paper, []).append(cid)
+    adj: dict[str, tuple[float, int]] = {}
+    for ids in families.values():
+        for cid, q in zip(ids, holm([pv[i] for i in ids])):
+            adj[cid] = (q, len(ids))
+    out = {}
+    for cid, (v, why) in raw.items():
+        if cid not in adj:
+            out[cid] = Decision(v, why, v)
+            continue
+        q, m = adj[cid]
+        p = pv[cid]
+        tag = f"Holm over {m} stochastic rows of {rows[cid][0].paper}: p = {p:.2g}, adjusted {q:.2g}"
+        if v != INCONCLUSIVE and not q < ALPHA:
+            out[cid] = Decision(INCONCLUSIVE, f"{why}; not significant after {tag} >= {ALPHA:g}", v, p, q, m)
+        else:
+            out[cid] = Decision(v, f"{why}; {tag}", v, p, q, m)
+    return out
+
+
+def minimum_detectable_effect(sd: float, n: int, alpha: float = ALPHA, power: float = 0.8) -> float:
+    """The smallest true mean difference that a two-sided one-sample (paired) t-test of n samples with standard
+    deviation ``sd`` detects at level ``alpha`` with probability ``power`` (noncentral t). In the units of ``sd``."""
+    from scipy import optimize, stats
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ParameterError("n", "an integer >= 2", n)
+    if not (math.isfinite(sd) and sd >= 0):
+        raise ParameterError("sd", "a finite number >= 0", sd)
+    for name, v in (("alpha", alpha), ("power", power)):
+        if not 0 < v < 1:
+            raise ParameterError(name, "a number in (0, 1)", v)
+    if sd == 0:
+        return 0.0
+    df, crit = n - 1, float(stats.t.ppf(1 - alpha / 2, n - 1))
+
+    def pw(nc: float) -> float:
+        lower = float(stats.nct.cdf(-crit, df, nc))  # the wrong-sign tail, < 1e-5 here; scipy's nct gives NaN at times
+        return float(stats.nct.sf(crit, df, nc)) + (lower if math.isfinite(lower) else 0.0) - power
+
+    hi = crit + 4.0
+    while pw(hi) < 0:  # the power rises with the noncentrality; a bracket of moderate width keeps nct finite
+        hi *= 2
+    nc = optimize.brentq(pw, 0.0, hi)
+    return nc * sd / math.sqrt(n)
 
 
 #: The papers of the book (package name -> citation), in the order of the claim registry.

@@ -9,19 +9,38 @@ untrained encoder of a group's first variant probed the same way (its random-ini
 
 :func:`groups` builds the three groups from the page's settings; the page and its cost plan
 (``maelab.papers.zhang2022.plan.ablation_runs``) both call it, so the plan prices the runs the page makes.
+
+:func:`effective_groups` and :func:`effective_runs`: Table 1 at the weight the official code gave the uniformity
+term (issue 22). The official ``loss_func.uniformity_loss`` all-gathers the features of the 8 processes of
+``pretrain.sh`` through a layer whose backward returns each process's own slice only, so after DDP's averaging the
+term's gradient is 1/8 of the loss as written (:func:`maelab.models.gather_features`, ``"official"``): the paper's
+lambda = 0.01 acted as 1.25e-3. maelab trains in one process, where lambda = 0.01 is the full weight.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 
 from maelab import experiments, models
 from maelab._validate import ParameterError
+from maelab.claims import Evidence, LearnedCheck
 
-from .umae import image_geometry
+from .umae import image_geometry, paired
 
-__all__ = ["GROUPS", "lam_name", "lam_of", "base_spec", "groups"]
+__all__ = [
+    "GROUPS",
+    "EFFECTIVE",
+    "lam_name",
+    "lam_of",
+    "base_spec",
+    "groups",
+    "effective_groups",
+    "effective_runs",
+    "effective_evidence",
+    "raw_pixel_probe",
+]
 
 #: The page's groups in order, each name with what it tests.
 GROUPS = {
@@ -95,3 +114,145 @@ def groups(settings) -> dict[str, tuple[experiments.PretrainSpec, dict[str, dict
         "simmim": (sim_base, sim),
         "no_mask": (base, {"mask_0": {"model": "mae", "mask_ratio": 0.0}}),
     }
+
+
+#: The runs of the effective-lambda comparison beyond Table 3's, each name with what it adds.
+EFFECTIVE = {
+    "lam_eff_new_seeds": "Table 1 at the effective lambda: lambda 0, lam_eff and lam_paper at the seeds Table 3 lacks",
+    "lam_eff_table3_seeds": "Table 1 at the effective lambda: lam_eff at Table 3's seeds (its lambda 0 and lam_paper "
+    "runs are reused)",
+    "lam_eff_fine_patch": "Table 1 at the effective lambda with more tokens: lambda 0 and lam_eff at fine_patch_size",
+}
+
+
+def effective_groups(settings) -> dict[str, tuple[experiments.PretrainSpec, dict[str, dict], tuple[int, ...], bool]]:
+    """``{name: (base spec, {variant: fields}, seeds, random_init)}`` of :data:`EFFECTIVE` (a group without seeds is
+    left out), for :func:`maelab.papers.zhang2022.umae.compare`.
+
+    The variants are built as :func:`groups` builds Table 3's (``lam_0`` plain MAE, ``lam_<x>`` U-MAE), so a run at
+    a seed of ``settings.seeds`` with lambda 0 or ``lam_paper`` *is* the Table 3 run of that seed: it is not run
+    again, :func:`effective_runs` takes it from the stored ``lambda_sweep`` table (checked there to have the same
+    configuration)."""
+    S = settings
+    base = base_spec(S)
+    lam_eff = float(S.lam_eff)
+    mae = {"model": "mae"}
+    eff = _with_lambda(base, "umae", lam_eff)
+    paper = _with_lambda(base, "umae", S.lam_paper)
+    old = tuple(s for s in S.eff_seeds if s in S.seeds)
+    new = tuple(s for s in S.eff_seeds if s not in S.seeds)
+    out = {}
+    if new:
+        variants = {lam_name(0.0): mae, lam_name(lam_eff): eff, lam_name(S.lam_paper): paper}
+        out["lam_eff_new_seeds"] = (base, variants, new, True)
+    if old:
+        out["lam_eff_table3_seeds"] = (base, {lam_name(lam_eff): eff}, old, False)
+    if S.fine_patch_size is not None and S.fine_patch_seeds:
+        over = {**dict(base.model_overrides), "patch_size": int(S.fine_patch_size)}
+        fine = dataclasses.replace(base, model_overrides=tuple(sorted(over.items())))
+        variants = {lam_name(0.0): mae, lam_name(lam_eff): _with_lambda(fine, "umae", lam_eff)}
+        out["lam_eff_fine_patch"] = (fine, variants, tuple(S.fine_patch_seeds), True)
+    return out
+
+
+def effective_runs(settings, sweep_runs, sweep_config: dict, results: dict):
+    """The runs table of the effective-lambda comparison at the settings' patch size: variants ``lam_0``,
+    ``lam_<lam_eff>``, ``lam_<lam_paper>`` and ``random`` at every seed of ``eff_seeds``, one row each.
+
+    ``sweep_runs``/``sweep_config``: the stored Table 3 (``lambda_sweep``) runs table and config; ``results``:
+    ``{group: compare() result}`` of :func:`effective_groups` (the fine-patch group is not used here). The rows of
+    lambda 0, ``lam_paper`` and random init at Table 3's seeds come from ``sweep_runs``; that they are the same runs
+    is checked, not assumed: the stored config must hold the same base spec and the same variant configurations
+    (else :class:`ParameterError`)."""
+    import pandas as pd
+
+    S = settings
+    base = base_spec(S)
+    lam_eff = float(S.lam_eff)
+    reused = {lam_name(0.0): {"model": "mae"}, lam_name(S.lam_paper): _with_lambda(base, "umae", S.lam_paper)}
+
+    def same(a, b) -> bool:  # as stored: JSON (tuples are lists there)
+        return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+    if not same(sweep_config.get("spec"), base.to_config()):
+        raise ParameterError("sweep_config", "the lambda_sweep config of the same base spec", sweep_config.get("spec"))
+    for name, fields in reused.items():
+        if sweep_config.get("variants", {}).get(name) != str(experiments.variant_config(fields)):
+            raise ParameterError("sweep_config", f"a lambda_sweep whose variant {name!r} is this page's", name)
+    old = [s for s in S.eff_seeds if s in S.seeds]
+    take = sweep_runs[sweep_runs.seed.isin(old) & sweep_runs.variant.isin([*reused, "random"])]
+    parts = [take]
+    for group in ("lam_eff_new_seeds", "lam_eff_table3_seeds"):
+        if group in results:
+            parts.append(results[group]["runs"])
+    runs = pd.concat(parts, ignore_index=True)
+    want = {(v, s) for v in (*reused, lam_name(lam_eff), "random") for s in S.eff_seeds}
+    have = list(zip(runs.variant, runs.seed))
+    if set(have) != want or len(have) != len(want):
+        raise ParameterError("results", f"one run per variant and seed of {sorted(want)}", sorted(have))
+    return runs.sort_values(["variant", "seed"]).reset_index(drop=True)
+
+
+def _by_seed(runs, variant: str, seeds, col: str = "linear_acc") -> tuple[float, ...]:
+    sub = runs[runs.variant == variant].set_index("seed")[col]
+    missing = [s for s in seeds if s not in sub.index]
+    if missing:
+        raise ParameterError("runs", f"rows of variant {variant!r} at seeds {list(seeds)}", missing)
+    return tuple(float(sub[s]) for s in seeds)
+
+
+def effective_evidence(settings, runs, fine_runs=None) -> tuple[dict[str, Evidence], dict[str, LearnedCheck]]:
+    """The evidence of the effective-lambda claims and the learning checks that gate them.
+
+    ``runs``: :func:`effective_runs`; ``fine_runs``: the ``runs`` table of the fine-patch group (None: no such
+    group). Each claim is the per-seed difference of the [CLS] linear probe, U-MAE minus plain MAE of the same seed,
+    gated by plain MAE of the same patch size having learned (:class:`maelab.claims.LearnedCheck` against the
+    untrained encoder of the same seed) -- a check on the baseline's learning, not on the difference measured.
+    Returns ``({claim id: Evidence}, {"patch" | "fine_patch": LearnedCheck})``."""
+    S = settings
+    l0, le, lp = lam_name(0.0), lam_name(S.lam_eff), lam_name(S.lam_paper)
+    seeds = tuple(S.eff_seeds)
+    patch = dict(base_spec(S).model_overrides).get("patch_size", "default")
+    checks = {
+        "patch": LearnedCheck(
+            f"MAE (λ = 0), {S.dataset}, patch {patch}, [CLS] linear probe",
+            _by_seed(runs, l0, seeds),
+            _by_seed(runs, "random", seeds),
+            seeds=seeds,
+        )
+    }
+    note = "paired by seed"
+    ev = {
+        "zhang.table1_linear_mnist_lam_eff": Evidence.from_samples(
+            paired(runs, "linear_acc", le, l0), note=note, unmet=checks["patch"].unmet
+        ),
+        "zhang.table1_linear_mnist_lam_paper": Evidence.from_samples(
+            paired(runs, "linear_acc", lp, l0), note=note, unmet=checks["patch"].unmet
+        ),
+    }
+    if fine_runs is not None:
+        fs = tuple(S.fine_patch_seeds)
+        checks["fine_patch"] = LearnedCheck(
+            f"MAE (λ = 0), {S.dataset}, patch {S.fine_patch_size}, [CLS] linear probe",
+            _by_seed(fine_runs, l0, fs),
+            _by_seed(fine_runs, "random", fs),
+            seeds=fs,
+        )
+        ev["zhang.table1_linear_mnist_lam_eff_patch4"] = Evidence.from_samples(
+            paired(fine_runs, "linear_acc", le, l0), note=note, unmet=checks["fine_patch"].unmet
+        )
+    return ev, checks
+
+
+def raw_pixel_probe(settings, device: str = "auto") -> dict:
+    """The raw-pixel reference of the page's data: the same probe (``probe_method``) and 20-NN on the flattened
+    training / test images of :func:`base_spec` (no encoder). A useful encoder should not fall below it."""
+    from maelab import evaluate
+    from maelab._util import resolve_device
+
+    S = settings
+    tr, te = experiments.load_data(base_spec(S), resolve_device(device), progress=False)
+    ftr, fte = tr.images.reshape(len(tr.images), -1), te.images.reshape(len(te.images), -1)
+    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=0, blas_threads=1)
+    knn = evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels)
+    return {"linear_acc": float(lp.test_acc), "knn_acc": float(knn)}
