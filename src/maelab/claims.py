@@ -595,6 +595,11 @@ class Monotone(Criterion):
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
+    """One row of the scoreboard. ``kind`` (one of :data:`KINDS`) says what the row can tell: an ``identity`` holds
+    by construction and is shown, never counted as support; ``computation`` computes a theorem's quantity on the
+    objects it describes; ``trained`` measures models we trained. ``view_of``: the id of another row of the same
+    notebook whose evidence (samples) this row reads under another criterion -- counted once as a finding."""
+
     id: str
     paper: str
     where: str
@@ -603,6 +608,18 @@ class Claim:
     criterion: Criterion
     notebook: str
     measure: str  # what our value is, in words
+    kind: str = ""
+    view_of: str = ""
+
+
+#: What a claim row is (issue 21): how far its verdict can count as evidence for a paper.
+KINDS = {
+    "identity": "holds by construction or arithmetic whatever the data: it can fail only if the code is wrong, so it "
+    "is shown as an identity and never counted as support",
+    "computation": "an exact (or Monte-Carlo) computation of a theorem's quantity on the objects the theorem "
+    "describes, without a trained model",
+    "trained": "measured on models we trained: counts only where the models demonstrably learned",
+}
 
 
 def verdict(claim: Claim, evidence: Evidence) -> tuple[str, str]:
@@ -661,7 +678,8 @@ def adjust(rows: Mapping[str, tuple[Claim, Evidence]]) -> dict[str, Decision]:
     """The verdicts of ``rows`` (claim id -> (claim, evidence)) under :data:`POLICY`.
 
     Each row is first decided by its criterion (:func:`verdict`). The stochastic rows -- those whose criterion
-    gives a p-value for the evidence and whose precondition is met -- form one family per paper; their p-values are
+    gives a p-value for the evidence, whose precondition is met and which are no identity -- form one family per
+    paper; their p-values are
     Holm-adjusted within it. A decided row (supported / not supported) whose adjusted p is not below :data:`ALPHA`
     becomes inconclusive, its reason saying so with both p-values. Other rows keep their verdict.
 
@@ -671,7 +689,7 @@ def adjust(rows: Mapping[str, tuple[Claim, Evidence]]) -> dict[str, Decision]:
     pv = {
         cid: c.criterion.p_value(ev)
         for cid, (c, ev) in rows.items()
-        if not ev.unmet and c.criterion.p_value(ev) is not None
+        if not ev.unmet and c.kind != "identity" and c.criterion.p_value(ev) is not None
     }
     families: dict[str, list[str]] = {}
     for cid in pv:
@@ -769,7 +787,16 @@ def gather_claims() -> dict[str, Claim]:
                 )
             if c.id in rows:
                 raise RegistryError(f"duplicate claim id {c.id!r}: defined in {origin[c.id]} and in {name}")
+            if c.kind not in KINDS:
+                raise RegistryError(f"claim {c.id!r} in {name}: kind must be one of {', '.join(KINDS)}; got {c.kind!r}")
             rows[c.id], origin[c.id] = c, name
+    for c in rows.values():
+        main = rows.get(c.view_of) if c.view_of else None
+        if c.view_of and (main is None or main.notebook != c.notebook or main.view_of or main.id == c.id):
+            raise RegistryError(
+                f"claim {c.id!r}: view_of must name another row of notebook {c.notebook!r} that is no view itself; "
+                f"got {c.view_of!r}"
+            )
     return rows
 
 
