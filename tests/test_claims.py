@@ -100,6 +100,16 @@ def test_committed_claim_records_round_trip_unchanged():
 ROWS_IN_CORE_COMMIT = "583ce8e39f01165a5afe06ad07f4c57afab1d274"
 
 
+#: rows whose statistic or gate issue 21 changed on purpose (the sceptical reviewer's "wrong statistics or missing
+#: gates"): Fig. 2c's sweet spot reads the dip at 0.7 instead of averaging per-seed argmins, Sec. 3.3's collapse row
+#: is gated on the MAE having learned
+CHANGED_ON_PURPOSE = {
+    "zhang.fig2c_sweet_spot_mnist",
+    "zhang.fig2c_sweet_spot_shapes",
+    "zhang.thm36_mae_avoids_collapse",
+}
+
+
 def _registry_at(commit: str) -> dict:
     """REGISTRY of maelab/claims.py at ``commit``, executed in a throw-away module (our own code)."""
     import subprocess
@@ -161,6 +171,9 @@ def test_registry_has_the_rows_the_core_had_before_they_moved_to_the_papers():
     kept = {k: c for k, c in old.items() if k not in retired}
     assert len(old) == 53 and len(retired) == 10 and not retired & set(new)
     for cid in kept:
+        if cid in CHANGED_ON_PURPOSE:  # same place and page, a statistic that matches the paper's sentence
+            assert (new[cid].where, new[cid].notebook) == (kept[cid].where, kept[cid].notebook), cid
+            continue
         assert _row(new[cid]) == _row(kept[cid]), cid
     for paper in C.PAPERS:
         assert [k for k, c in new.items() if c.paper == paper and k in kept] == [

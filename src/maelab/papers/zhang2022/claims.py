@@ -39,10 +39,12 @@ CLAIMS: list[Claim] = [
         statement="The relative distance (intra-class over inter-class) first decreases, then increases with the mask "
         "ratio; its minimum, the sweet spot, lies at rho = 0.7.",
         paper_value="rho = 0.7",
-        criterion=Within(0.7, 0.1),
+        criterion=Above(0.0),
         notebook="zhang_mask_graph",
-        measure="argmin over the rho grid of the intra/inter ratio of mean distances (zero-filled, every pair, exact "
-        "over masks) on mnist10k, one argmin per seed of image pairs; mean ± 2 s.e. must lie in [0.6, 0.8]",
+        measure="per seed of image pairs, the dip of the intra/inter ratio of mean distances (zero-filled, every "
+        "pair, exact over masks; mnist10k) at rho = 0.7 below the lower of its two ends, min(r(first rho), r(last "
+        "rho)) - r(0.7): positive for the paper's U shape. Replaced on 2026-11-26 (issue 21) the mean of per-seed "
+        "argmins, which can land near 0.7 when every argmin is an end point",
     ),
     Claim(
         id="zhang.fig2c_sweet_spot_shapes",
@@ -50,7 +52,7 @@ CLAIMS: list[Claim] = [
         where="Sec. 4.2, Fig. 2c",
         statement="As zhang.fig2c_sweet_spot_mnist, on the procedural shapes dataset.",
         paper_value="rho = 0.7",
-        criterion=Within(0.7, 0.1),
+        criterion=Above(0.0),
         notebook="zhang_mask_graph",
         measure="as zhang.fig2c_sweet_spot_mnist, on shapes (32 px RGB)",
     ),
@@ -96,7 +98,8 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative",
         criterion=Above(0.0),
         notebook="zhang_mask_graph",
-        measure="(Var(x2) - test loss of a micro MAE pre-trained at rho = 0.75) / Var(x2), mnist10k",
+        measure="(Var(x2) - test loss of a micro MAE pre-trained at rho = 0.75) / Var(x2), mnist10k; counts only "
+        "where that MAE's [CLS] probe beats its random init by the learning margin (maelab.claims.LearnedCheck)",
     ),
     # ---- zhang_umae ----
     *(

@@ -517,3 +517,44 @@ def fit_collapsed_decoder(
         ge = torch.Generator().manual_seed(seed + 1)
         test = float(np.mean([float(loss_of(test_images.to(dev), ge)) for _ in range(eval_draws)]))
     return {"test_loss": test, "trace": np.array(trace)}
+
+
+# ------------------------------------------------------------------------------------------------ claim evidence
+def sweet_spot_evidence(rhos, ratio, at: float = 0.7, note: str = ""):
+    """The evidence of Fig. 2c's sweet spot ("the relative distance first decreases, then increases with the mask
+    ratio; its minimum lies at rho = ``at``"): per seed, the dip of the intra/inter ratio at ``at`` below the lower of
+    its two ends, ``min(r(rho_first), r(rho_last)) - r(at)``.
+
+    A dip > 0 in every seed beyond noise means the curve goes down from the first ratio and up again to the last one
+    with ``at`` below both ends -- the paper's U shape with its bottom near ``at``; a dip < 0 means ``at`` is not below
+    both ends (e.g. a curve that falls or rises all the way, whose per-seed argmins sit at the ends of the grid).
+    Averaging per-seed argmins instead (the first statistic of this row) can land near 0.7 when every argmin is an
+    end point. ``rhos``: the grid (must hold ``at`` strictly inside it); ``ratio``: (seeds, len(rhos))."""
+    from maelab.claims import Evidence
+
+    rhos = [float(r) for r in rhos]
+    r = np.asarray(ratio, dtype=float)
+    if r.ndim != 2 or r.shape[1] != len(rhos):
+        raise ParameterError("ratio", f"an array (seeds, {len(rhos)}) over the rho grid", tuple(r.shape))
+    if at not in rhos or not rhos[0] < at < rhos[-1]:
+        raise ParameterError("at", f"a ratio strictly inside the grid {rhos}", at)
+    i = rhos.index(at)
+    dips = np.minimum(r[:, 0], r[:, -1]) - r[:, i]
+    return Evidence.from_samples(
+        dips.tolist(), note=note or f"per seed: min(r({rhos[0]:g}), r({rhos[-1]:g})) - r({at:g})"
+    )
+
+
+def collapse_avoidance_evidence(var_x2: float, mae_loss: float, learned) -> Any:
+    """The evidence of "MAE training does not end in full collapse" (after Thm. 3.6): the margin of the trained MAE's
+    test loss below the collapse floor, ``(Var(x2) - loss) / Var(x2)``, gated by ``learned`` (a
+    :class:`maelab.claims.LearnedCheck` of the same MAE's [CLS] probe against its random initialisation). The gate
+    reads the representation, not the loss the claim measures: a model that learned nothing says nothing about
+    where training ends, and a gate on the loss itself would decide the claim."""
+    from maelab.claims import Evidence, LearnedCheck
+
+    if not isinstance(learned, LearnedCheck):
+        raise ParameterError("learned", "a maelab.claims.LearnedCheck of the pre-trained MAE", type(learned).__name__)
+    if not (math.isfinite(var_x2) and var_x2 > 0 and math.isfinite(mae_loss)):
+        raise ParameterError("var_x2", "a finite variance > 0 and a finite loss", (var_x2, mae_loss))
+    return Evidence(value=(var_x2 - mae_loss) / var_x2, note="one pre-training run, rho = 0.75", unmet=learned.unmet)
