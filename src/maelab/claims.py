@@ -87,6 +87,20 @@ class Evidence:
         return cls(**kw)
 
     @classmethod
+    def from_series(cls, x, samples, note: str = "", unmet: str = "") -> Evidence:
+        """A series over seeds for trend criteria: ``samples`` is (seeds, len(x)); each point's mean, its standard
+        error over seeds (ddof 1; 0 for one seed) and the number of seeds behind it (``y_n``, for the t quantile)."""
+        xs = tuple(float(a) for a in x)
+        rows = [tuple(float(v) for v in row) for row in samples]
+        if not xs or not rows or any(len(r) != len(xs) for r in rows):
+            raise ParameterError("samples", f"a non-empty (seeds, {len(xs)}) table of numbers over x", len(rows))
+        n = len(rows)
+        cols = list(zip(*rows))
+        mean = tuple(sum(c) / n for c in cols)
+        err = tuple(math.sqrt(sum((v - m) ** 2 for v in c) / (n - 1) / n) if n > 1 else 0.0 for c, m in zip(cols, mean))
+        return cls(x=xs, y=mean, y_err=err, y_n=(n,) * len(xs), note=note, unmet=unmet)
+
+    @classmethod
     def from_samples(cls, samples, note: str = "", unmet: str = "") -> Evidence:
         samples = tuple(float(s) for s in samples)
         if not samples:

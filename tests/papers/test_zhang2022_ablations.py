@@ -8,6 +8,7 @@ from maelab import models, profiles
 from maelab._validate import ParameterError
 from maelab.experiments import variant_config
 from maelab.papers.zhang2022 import ablations as A
+from maelab.papers.zhang2022 import evidence as E
 from maelab.papers.zhang2022 import plan
 
 
@@ -172,14 +173,14 @@ def test_effective_runs_reuse_table3_runs_and_give_the_evidence():
     runs = A.effective_runs(S, sw, config, res)
     assert sorted(set(runs.variant)) == ["lam_0", "lam_0p00125", "lam_0p01", "random"]
     assert len(runs) == 4 * 6 and sorted(set(runs.seed)) == list(range(6))
-    ev, checks = A.effective_evidence(S, runs)
+    ev, checks = E.effective_lambda_rows(S, runs)
     assert checks["patch"].met and checks["patch"].gains[0] == pytest.approx(0.2)
     assert ev["zhang.table1_linear_mnist_lam_eff"].samples == pytest.approx((0.02,) * 6)
     assert ev["zhang.table1_linear_mnist_lam_paper"].samples == pytest.approx((-0.03,) * 6)
     assert "zhang.table1_linear_mnist_lam_eff_patch4" not in ev
     # a baseline that did not learn gates every row, whatever the differences
     low = runs.assign(linear_acc=[0.62 if v == "lam_0" else a for v, a in zip(runs.variant, runs.linear_acc)])
-    ev2, checks2 = A.effective_evidence(S, low)
+    ev2, checks2 = E.effective_lambda_rows(S, low)
     assert not checks2["patch"].met and all(e.unmet for e in ev2.values())
 
 

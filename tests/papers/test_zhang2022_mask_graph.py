@@ -256,7 +256,7 @@ def test_sweet_spot_evidence_reads_the_dip_at_the_stated_ratio():
     import numpy as np
 
     from maelab.claims import Above
-    from maelab.papers.zhang2022.mask_graph import sweet_spot_evidence
+    from maelab.papers.zhang2022.evidence import sweet_spot as sweet_spot_evidence
 
     rhos = [0.0, 0.35, 0.7, 0.95]
     u = np.array([[1.0, 0.9, 0.8, 0.95], [1.0, 0.92, 0.81, 0.97], [1.0, 0.88, 0.79, 0.9]])  # a U with its bottom at 0.7
@@ -276,7 +276,7 @@ def test_sweet_spot_evidence_reads_the_dip_at_the_stated_ratio():
 def test_collapse_avoidance_is_gated_on_the_representation_not_the_loss():
     from maelab.claims import Above, LearnedCheck, verdict
     from maelab.papers.zhang2022 import claims as zc
-    from maelab.papers.zhang2022.mask_graph import collapse_avoidance_evidence
+    from maelab.papers.zhang2022.evidence import collapse_avoidance as collapse_avoidance_evidence
 
     row = next(c for c in zc.CLAIMS if c.id == "zhang.thm36_mae_avoids_collapse")
     learned = LearnedCheck("MAE", (0.9,), (0.7,))
