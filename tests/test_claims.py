@@ -65,6 +65,27 @@ def test_registry_rows_are_complete():
         assert isinstance(c.criterion, C.Criterion)
 
 
+def test_every_row_has_a_kind_and_views_name_a_row_of_their_notebook():
+    """Issue 21: each row says what it can tell (identity / computation / trained) and a row reading another row's
+    samples names it in view_of (same notebook, not itself a view)."""
+    for cid, c in C.REGISTRY.items():
+        assert c.kind in C.KINDS, cid
+        if c.view_of:
+            main = C.REGISTRY[c.view_of]
+            assert main.notebook == c.notebook and not main.view_of and main.id != cid, cid
+    for cid in (
+        "cao.prop31_embedding_exists",
+        "cao.thm52_second_kind_bound",
+        "bisulco.fig14_decoder_time",
+        "bisulco.fig16_patch_time",
+        "bisulco.fig16_mask_time",
+    ):
+        assert C.REGISTRY[cid].kind == "identity", cid
+    assert C.REGISTRY["zhang.table1_linear_size_mnist"].view_of == "zhang.table1_linear_mnist"
+    assert C.REGISTRY["zhang.table3_lambda_best"].view_of == "zhang.table3_lambda_helps"
+    assert {c.kind for c in C.REGISTRY.values()} == set(C.KINDS)
+
+
 def test_unmet_precondition_forces_inconclusive_and_round_trips():
     claim = C.REGISTRY["zhang.table1_finetune_fashion_mnist"]
     tied = [0.001, -0.002, 0.0]  # would be "supported" by the +-3 point band
