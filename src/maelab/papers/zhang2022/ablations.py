@@ -37,7 +37,6 @@ __all__ = [
     "groups",
     "effective_groups",
     "effective_runs",
-    "raw_pixel_probe",
 ]
 
 #: The page's groups in order, each name with what it tests.
@@ -189,17 +188,3 @@ def effective_runs(settings, sweep_runs, sweep_config: dict, results: dict):
     if set(have) != want or len(have) != len(want):
         raise ParameterError("results", f"one run per variant and seed of {sorted(want)}", sorted(have))
     return runs.sort_values(["variant", "seed"]).reset_index(drop=True)
-
-
-def raw_pixel_probe(settings, device: str = "auto") -> dict:
-    """The raw-pixel reference of the page's data: the same probe (``probe_method``) and 20-NN on the flattened
-    training / test images of :func:`base_spec` (no encoder). A useful encoder should not fall below it."""
-    from maelab import evaluate
-    from maelab._util import resolve_device
-
-    S = settings
-    tr, te = experiments.load_data(base_spec(S), resolve_device(device), progress=False)
-    ftr, fte = tr.images.reshape(len(tr.images), -1), te.images.reshape(len(te.images), -1)
-    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=0, blas_threads=1)
-    knn = evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels)
-    return {"linear_acc": float(lp.test_acc), "knn_acc": float(knn)}
