@@ -191,7 +191,7 @@ class Context:
                     "claim": c.statement,
                     "where": c.where,
                     "paper": c.paper_value,
-                    "ours": format_value(ev),
+                    "ours": format_value(ev, c.unit),
                     "criterion": c.criterion.text,
                     "verdict": rec["verdict"],
                     "reason": rec["reason"],
@@ -325,17 +325,20 @@ def setup(
     )
 
 
-def format_value(ev: claims_mod.Evidence) -> str:
-    """Our value in words: ``mean ± s.e. (n=...)`` over seeds, a series ``[y1, ...] (±max s.e.)``, or the value."""
+def format_value(ev: claims_mod.Evidence, unit: str = "") -> str:
+    """Our value in words: ``mean ± s.e. (n=...)`` over seeds, a series ``[y1, ...] (±max s.e.)``, or the value;
+    in ``unit`` (:data:`maelab.claims.UNITS`: "points" shows accuracy fractions x 100, as the papers do)."""
+    one_of("unit", unit, claims_mod.UNITS)
+    k, suffix = claims_mod.UNITS[unit]
     if ev.y is not None:
-        pts = ", ".join(f"{y:.3g}" for y in ev.y)
-        return f"[{pts}]" + (f" (±{max(ev.y_err):.2g} s.e.)" if ev.y_err else "")
+        pts = ", ".join(f"{k * y:.3g}" for y in ev.y)
+        return f"[{pts}]{suffix}" + (f" (±{k * max(ev.y_err):.2g} s.e.)" if ev.y_err else "")
     if ev.value is None:
         return "—"
-    s = f"{ev.value:.3g}"
-    if ev.std is not None:
-        s += f" ± {ev.sem:.2g} s.e. (n={ev.n})"
-    return s
+    if not unit:
+        return f"{ev.value:.3g}" + (f" ± {ev.sem:.2g} s.e. (n={ev.n})" if ev.std is not None else "")
+    s = f"{k * ev.value:+.3g}" + (f" ± {k * ev.sem:.2g}" if ev.std is not None else "") + suffix
+    return s + (f" (mean ± s.e., n={ev.n})" if ev.std is not None else "")
 
 
 def _close(a: Any, b: Any) -> bool:
@@ -592,7 +595,7 @@ def collect_claims(notebooks: list[str] | None = None, profile: str | None = Non
             )
             row.update(
                 {
-                    "ours": format_value(ev),
+                    "ours": format_value(ev, c.unit),
                     "verdict": v,
                     "reason": why,
                     "profile": found[0],

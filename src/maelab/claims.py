@@ -612,7 +612,8 @@ class Claim:
     """One row of the scoreboard. ``kind`` (one of :data:`KINDS`) says what the row can tell: an ``identity`` holds
     by construction and is shown, never counted as support; ``computation`` computes a theorem's quantity on the
     objects it describes; ``trained`` measures models we trained. ``view_of``: the id of another row of the same
-    notebook whose evidence (samples) this row reads under another criterion -- counted once as a finding."""
+    notebook whose evidence (samples) this row reads under another criterion -- counted once as a finding.
+    ``unit``: how the scoreboard shows our value beside the paper's (``UNITS``); the evidence stays as measured."""
 
     id: str
     paper: str
@@ -624,6 +625,11 @@ class Claim:
     measure: str  # what our value is, in words
     kind: str = ""
     view_of: str = ""
+    unit: str = ""  # how "ours" is shown: "" as stored, "points" for accuracy fractions shown x 100 (paper's unit)
+
+
+#: Display units of our value (``Claim.unit``): name -> (factor, suffix).
+UNITS = {"": (1.0, ""), "points": (100.0, " points")}
 
 
 #: What a claim row is (issue 21): how far its verdict can count as evidence for a paper.
@@ -801,6 +807,8 @@ def gather_claims() -> dict[str, Claim]:
                 )
             if c.id in rows:
                 raise RegistryError(f"duplicate claim id {c.id!r}: defined in {origin[c.id]} and in {name}")
+            if c.unit not in UNITS:
+                raise RegistryError(f"claim {c.id!r} in {name}: unit must be one of {list(UNITS)}; got {c.unit!r}")
             if c.kind not in KINDS:
                 raise RegistryError(f"claim {c.id!r} in {name}: kind must be one of {', '.join(KINDS)}; got {c.kind!r}")
             rows[c.id], origin[c.id] = c, name

@@ -130,6 +130,7 @@ CLAIMS: list[Claim] = [
                 criterion=PairedGreater(),
                 notebook="zhang_umae",
                 kind="trained",
+                unit="points",
                 measure="per-seed U-MAE - MAE test accuracy of a logistic-regression probe on frozen [CLS] features; "
                 "lambda = 0.01 at full weight, 8 times the weight the official 8-process code gave it (its gather "
                 "passes 1/8 of the gradient; zhang.table1_linear_mnist_lam_eff tests 0.01 / 8)",
@@ -144,6 +145,7 @@ CLAIMS: list[Claim] = [
                 criterion=Above(0.031),
                 notebook="zhang_umae",
                 kind="trained",
+                unit="points",
                 view_of=f"zhang.table1_linear_{key}",
                 measure="per-seed U-MAE - MAE test accuracy of a logistic-regression probe on frozen [CLS] features "
                 "(the evidence of zhang.table1_linear_*); supported if the lower end of the 95 % t interval > 3.1 "
@@ -162,6 +164,7 @@ CLAIMS: list[Claim] = [
                 criterion=Within(0.0, 0.03),
                 notebook="zhang_umae",
                 kind="trained",
+                unit="points",
                 measure="per-seed U-MAE - MAE fine-tuning test accuracy; tolerance 3 points, about two binomial "
                 "standard errors of one accuracy on 1,000 test images (fixed before the runs)",
             ),
@@ -201,6 +204,7 @@ CLAIMS: list[Claim] = [
                 criterion=PairedGreater(),
                 notebook="zhang_umae",
                 kind="trained",
+                unit="points",
                 measure="per-seed mean over the evaluated epochs of U-MAE - MAE online-classifier test accuracy",
             ),
         )
@@ -216,6 +220,7 @@ CLAIMS: list[Claim] = [
         criterion=PairedGreater(),
         notebook="zhang_ablations",
         kind="trained",
+        unit="points",
         measure="per-seed linear-probe accuracy at λ = 1e-2 minus at λ = 0 (mask 0.75, same seed)",
     ),
     Claim(
@@ -227,6 +232,7 @@ CLAIMS: list[Claim] = [
         criterion=PairedGreater(),
         notebook="zhang_ablations",
         kind="trained",
+        unit="points",
         view_of="zhang.table3_lambda_helps",
         measure="per-seed linear-probe accuracy at λ = 1e-2 minus the best other λ of the same seed",
     ),
@@ -239,6 +245,7 @@ CLAIMS: list[Claim] = [
         criterion=PairedGreater(),
         notebook="zhang_ablations",
         kind="trained",
+        unit="points",
         measure="per-seed linear-probe accuracy at λ = 1e-2 minus the best of λ ≥ 1e-1",
     ),
     Claim(
@@ -251,6 +258,7 @@ CLAIMS: list[Claim] = [
         criterion=PairedGreater(),
         notebook="zhang_ablations",
         kind="trained",
+        unit="points",
         measure="per-seed linear-probe accuracy at λ = 0 minus the best of λ ≥ 1e-1",
     ),
     Claim(
@@ -263,6 +271,7 @@ CLAIMS: list[Claim] = [
         criterion=PairedGreater(),
         notebook="zhang_ablations",
         kind="trained",
+        unit="points",
         measure="per-seed linear-probe accuracy of U-SimMIM minus SimMIM (same seed)",
     ),
     Claim(
@@ -275,6 +284,7 @@ CLAIMS: list[Claim] = [
         criterion=PairedGreater(),
         notebook="zhang_ablations",
         kind="trained",
+        unit="points",
         measure="per-seed linear-probe accuracy of MAE at mask 0.75 minus at mask 0 (same seed)",
     ),
     # ---- zhang_ablations: Table 1 at the effective weight of the official code (issue 22) ----
@@ -288,6 +298,7 @@ CLAIMS: list[Claim] = [
         criterion=PairedGreater(),
         notebook="zhang_ablations",
         kind="trained",
+        unit="points",
         measure="per-seed U-MAE (λ = 1.25e-3) - MAE [CLS] logistic-regression probe test accuracy, MNIST, micro "
         "patch 7, 16 epochs x 30k images, 6 seeds",
     ),
@@ -301,6 +312,7 @@ CLAIMS: list[Claim] = [
         criterion=PairedGreater(),
         notebook="zhang_ablations",
         kind="trained",
+        unit="points",
         view_of="zhang.table3_lambda_helps",  # the same comparison (lambda 0.01 vs 0, same recipe) on more seeds
         measure="per-seed U-MAE (λ = 0.01) - MAE [CLS] logistic-regression probe test accuracy, MNIST, micro "
         "patch 7, 16 epochs x 30k images, 6 seeds (3 of them the Table 3 runs)",
@@ -315,6 +327,7 @@ CLAIMS: list[Claim] = [
         criterion=PairedGreater(),
         notebook="zhang_ablations",
         kind="trained",
+        unit="points",
         measure="per-seed U-MAE (λ = 1.25e-3) - MAE [CLS] logistic-regression probe test accuracy, MNIST, micro "
         "patch 4, 16 epochs x 30k images, 3 seeds",
     ),
