@@ -514,3 +514,47 @@ def test_minimum_detectable_effect_has_the_stated_power(n, sd):
     assert C.minimum_detectable_effect(sd, n, alpha=0.01) > mde
     with pytest.raises(C.ParameterError, match="n"):
         C.minimum_detectable_effect(sd, 1)
+
+
+def test_a_page_cannot_record_two_rows_with_the_same_samples_unless_one_is_a_view():
+    from maelab import book
+
+    ev = C.Evidence.from_samples([0.01, -0.02, 0.03])
+    recorded = {"zhang.table1_linear_mnist": {"evidence": ev.to_dict()}}
+    # the size row declares itself a view of the t-test row: one finding, allowed
+    book._refuse_shared_samples(C.REGISTRY["zhang.table1_linear_size_mnist"], ev, recorded)
+    # another row of the page with the very same samples and no view_of: refused in one line
+    with pytest.raises(C.ParameterError, match="view_of") as e:
+        book._refuse_shared_samples(C.REGISTRY["zhang.fig1b_rank_mnist"], ev, recorded)
+    assert "\n" not in str(e.value)
+    # other samples: no objection
+    book._refuse_shared_samples(C.REGISTRY["zhang.fig1b_rank_mnist"], C.Evidence.from_samples([1.0, 2.0]), recorded)
+
+
+def test_identity_rows_are_shown_apart_and_not_counted_as_support():
+    import pandas as pd
+
+    from maelab import book
+
+    board = pd.DataFrame(
+        [
+            {"paper": "cao2022", "kind": "identity", "view_of": "", "verdict": book.IDENTITY},
+            {"paper": "cao2022", "kind": "trained", "view_of": "", "verdict": C.SUPPORTED},
+            {"paper": "cao2022", "kind": "trained", "view_of": "x", "verdict": C.SUPPORTED},
+        ]
+    )
+    counts = book.verdict_counts(board)
+    assert counts.loc["cao2022", C.SUPPORTED] == 2 and counts.loc["cao2022", book.IDENTITY] == 1
+    kinds = book.kind_counts(board)  # independent findings: the view is left out
+    assert kinds.loc["trained", C.SUPPORTED] == 1 and kinds.loc["identity", book.IDENTITY] == 1
+    assert int(kinds.values.sum()) == 2
+
+
+def test_units_show_accuracy_differences_in_points():
+    from maelab import book
+
+    ev = C.Evidence.from_samples([-0.04, -0.02])
+    assert book.format_value(ev, "points") == "-3 ± 1 points (mean ± s.e., n=2)"
+    assert book.format_value(ev) == "-0.03 ± 0.01 s.e. (n=2)"
+    with pytest.raises(C.ParameterError, match="unit"):
+        book.format_value(ev, "percent")
