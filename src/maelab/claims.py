@@ -764,8 +764,8 @@ def minimum_detectable_effect(sd: float, n: int, alpha: float = ALPHA, power: fl
 PAPERS = {
     "bisulco2025": "Bisulco et al. (ICCV 2025), From Linearity to Non-Linearity (supplement)",
     "zhang2022": "Zhang, Wang & Wang (NeurIPS 2022), How Mask Matters (U-MAE)",
-    "cao2022": "Cao, Xu & Clifton (ICLR 2022), How to Understand Masked Autoencoders",
-    "kong2023": "Kong et al. (ICLR 2024), Understanding MAE via Hierarchical Latent Variable Models",
+    "cao2022": "Cao, Xu & Clifton (arXiv 2202.03670, 2022), How to Understand Masked Autoencoders",
+    "kong2023": "Kong et al. (CVPR 2023), Understanding MAE via Hierarchical Latent Variable Models",
 }
 
 

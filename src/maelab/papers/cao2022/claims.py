@@ -1,4 +1,4 @@
-"""Claim rows of Cao, Xu & Clifton (ICLR 2022), How to Understand Masked Autoencoders.
+"""Claim rows of Cao, Xu & Clifton (arXiv 2202.03670, 2022), How to Understand Masked Autoencoders.
 
 Data for the scoreboard: what the paper claims, where, the paper's value, the criterion that computes our verdict
 (:mod:`maelab.claims`) and the notebook that measures it. ``cao_theory`` rows are exact computations on the model the
