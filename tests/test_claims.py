@@ -558,3 +558,15 @@ def test_units_show_accuracy_differences_in_points():
     assert book.format_value(ev) == "-0.03 ± 0.01 s.e. (n=2)"
     with pytest.raises(C.ParameterError, match="unit"):
         book.format_value(ev, "percent")
+
+
+def test_no_notebook_builds_evidence_or_a_precondition_itself():
+    """Issue 21: every claim's evidence and every learning check comes from a tested library function (the
+    ``maelab.papers.<paper>.evidence`` modules); notebook cells only call them and ``ctx.claim``."""
+    import re
+    from pathlib import Path
+
+    built = re.compile(r"\b(Evidence(\.from_\w+)?|LearnedCheck|ReconstructionCheck)\(")
+    for f in sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.md")):
+        hits = [n for n, line in enumerate(f.read_text().splitlines(), 1) if built.search(line)]
+        assert not hits, f"{f.name}: lines {hits} build evidence or a check in the notebook"

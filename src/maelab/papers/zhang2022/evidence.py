@@ -30,6 +30,7 @@ __all__ = [
     "graph_trends",
     "collapse_floor",
     "collapse_avoidance",
+    "mae_learned",
     "learned_by_seed",
     "umae_rows",
     "ablation_rows",
@@ -95,6 +96,12 @@ def collapse_floor(test_losses, var_x2: float) -> Evidence:
         raise ParameterError("var_x2", "a finite variance > 0", var_x2)
     gaps = [(float(v) - var_x2) / var_x2 for v in test_losses]
     return Evidence.from_samples(gaps, note="per (mask ratio, seed)")
+
+
+def mae_learned(what: str, probe: dict, seed: int) -> LearnedCheck:
+    """The gate of :func:`collapse_avoidance`: the pre-trained MAE's [CLS] probe (``probe["trained"]``) against the
+    same encoder at random initialisation (``probe["random_init"]``), one run (``seed``)."""
+    return LearnedCheck(what, (float(probe["trained"]),), (float(probe["random_init"]),), seeds=(seed,))
 
 
 def collapse_avoidance(var_x2: float, mae_loss: float, learned: LearnedCheck) -> Evidence:
