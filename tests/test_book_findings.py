@@ -98,15 +98,15 @@ def test_findings_box_shows_stored_verdicts_with_badges_and_section_links(result
     html = book.findings("masking", "cpu")._repr_html_()
     got = _verdicts(html)
     assert got == {
-        "bisulco.eq19_21_sinc": ("0", "supported"),
+        "bisulco.eq19_21_sinc": ("0", "identity"),  # holds by construction: shown apart, not as support
         "bisulco.eq19_as_printed": ("1.24", "not supported"),
         "bisulco.fig22_grating_zeros": ("—", "not yet measured"),
         "bisulco.fig22_smoothing": ("—", "not yet measured"),
     }
     p = _parse(html)
-    # badges carry their verdict's colour; the counts line says 1 supported, 1 not supported, 2 not yet measured
+    # badges carry their verdict's colour; the counts line: 1 not supported, 1 identity, 2 not yet measured
     assert ("not supported", "background:#b84a00;color:#ffffff") in p.badges
-    assert "4 claims: 1 supported 1 not supported 2 not yet measured" in " ".join(p.text.split())
+    assert "4 claims: 1 not supported 1 identity 2 not yet measured" in " ".join(p.text.split())
     # each claim links to the section of notebooks/masking.md whose cell records it (headings of that file)
     assert set(p.links) == {"#the-dft-of-a-mask-eq-1521", "#masked-photographs-in-the-fourier-domain-fig-22"}
     assert "profile cpu" in p.text and "stored claims record" in p.text
@@ -212,6 +212,8 @@ def _board() -> pd.DataFrame:
                 "device": "cpu (x86_64)",
                 "commit": "0123456789",
                 "recorded": "2026-01-01",
+                "kind": "trained",
+                "view_of": "",
             }
             for i, (p, v) in enumerate(rows)
         ]
@@ -222,9 +224,9 @@ def test_verdict_counts_per_paper_in_papers_order():
     counts = book.verdict_counts(_board())
     assert list(counts.index) == ["bisulco2025", "zhang2022", "kong2023"]  # maelab.claims.PAPERS order
     assert list(counts.columns) == list(book.VERDICT_ORDER)
-    assert counts.loc["zhang2022"].tolist() == [2, 0, 0, 0, 1]
-    assert counts.loc["bisulco2025"].tolist() == [0, 1, 1, 0, 0]
-    assert counts.loc["kong2023"].tolist() == [0, 0, 0, 1, 0]
+    assert counts.loc["zhang2022"].tolist() == [2, 0, 0, 0, 0, 1]
+    assert counts.loc["bisulco2025"].tolist() == [0, 1, 1, 0, 0, 0]
+    assert counts.loc["kong2023"].tolist() == [0, 0, 0, 0, 1, 0]
     bad = _board().assign(verdict="maybe")
     with pytest.raises(ParameterError, match="^board verdicts must be among 'supported'.*; got 'maybe'$"):
         book.verdict_counts(bad)
@@ -254,10 +256,16 @@ def test_findings_summary_counts_and_links_each_paper_to_its_table():
     table = [r for r in p.rows if r]
     assert table[0] == ["paper", *book.VERDICT_ORDER, "claims"]
     assert table[1:] == [
-        ["Bisulco et al. (ICCV 2025)", "0", "1", "1", "0", "0", "2"],
-        ["Zhang, Wang & Wang (NeurIPS 2022)", "2", "0", "0", "0", "1", "3"],
-        ["Kong et al. (ICLR 2024)", "0", "0", "0", "1", "0", "1"],
-        ["all", "2", "1", "1", "1", "1", "6"],
+        ["Bisulco et al. (ICCV 2025)", "0", "1", "1", "0", "0", "0", "2"],
+        ["Zhang, Wang & Wang (NeurIPS 2022)", "2", "0", "0", "0", "0", "1", "3"],
+        ["Kong et al. (CVPR 2023)", "0", "0", "0", "0", "1", "0", "1"],
+        ["all", "2", "1", "1", "0", "1", "1", "6"],
+        # the same rows by kind, each independent finding once
+        ["kind of row (findings)", *book.VERDICT_ORDER, "findings"],
+        ["identity", "0", "0", "0", "0", "0", "0", "0"],
+        ["computation", "0", "0", "0", "0", "0", "0", "0"],
+        ["trained", "2", "1", "1", "0", "1", "1", "6"],
+        ["all", "2", "1", "1", "0", "1", "1", "6"],
     ]
     assert p.links == [f"../notebooks/scoreboard.html#scoreboard-{k}" for k in ("bisulco2025", "zhang2022", "kong2023")]
 

@@ -69,6 +69,7 @@ RECORD_ERROR = "record error"  # scoreboard verdict of a claim whose stored clai
 DRY_RUN_VERDICT = "dry run"  # what Context.claim returns in a dry run (nothing is scored or stored)
 ALLOW_CPU_ENV = "MAELAB_ALLOW_CPU"  # "1": compute gpu-profile results on a machine without CUDA (--force-cpu)
 NOT_MEASURED = "not yet measured"  # scoreboard verdict of a claim with no stored evidence
+IDENTITY = "identity"  # scoreboard verdict of a row of kind "identity" whose check holds: shown, not support
 
 
 class EvidenceChanged(UserWarning):
@@ -156,6 +157,7 @@ class Context:
         if dry_run_limits() is not None:  # a couple of steps per run: nothing to score
             return DRY_RUN_VERDICT, "dry run: capped training, not scored"
         v, why = claims_mod.verdict(c, evidence)
+        _refuse_shared_samples(c, evidence, self._claims)
         self._claims[claim_id] = {
             "evidence": evidence.to_dict(),
             "verdict": v,
@@ -189,7 +191,7 @@ class Context:
                     "claim": c.statement,
                     "where": c.where,
                     "paper": c.paper_value,
-                    "ours": format_value(ev),
+                    "ours": format_value(ev, c.unit),
                     "criterion": c.criterion.text,
                     "verdict": rec["verdict"],
                     "reason": rec["reason"],
@@ -323,17 +325,20 @@ def setup(
     )
 
 
-def format_value(ev: claims_mod.Evidence) -> str:
-    """Our value in words: ``mean ± s.e. (n=...)`` over seeds, a series ``[y1, ...] (±max s.e.)``, or the value."""
+def format_value(ev: claims_mod.Evidence, unit: str = "") -> str:
+    """Our value in words: ``mean ± s.e. (n=...)`` over seeds, a series ``[y1, ...] (±max s.e.)``, or the value;
+    in ``unit`` (:data:`maelab.claims.UNITS`: "points" shows accuracy fractions x 100, as the papers do)."""
+    one_of("unit", unit, claims_mod.UNITS)
+    k, suffix = claims_mod.UNITS[unit]
     if ev.y is not None:
-        pts = ", ".join(f"{y:.3g}" for y in ev.y)
-        return f"[{pts}]" + (f" (±{max(ev.y_err):.2g} s.e.)" if ev.y_err else "")
+        pts = ", ".join(f"{k * y:.3g}" for y in ev.y)
+        return f"[{pts}]{suffix}" + (f" (±{k * max(ev.y_err):.2g} s.e.)" if ev.y_err else "")
     if ev.value is None:
         return "—"
-    s = f"{ev.value:.3g}"
-    if ev.std is not None:
-        s += f" ± {ev.sem:.2g} s.e. (n={ev.n})"
-    return s
+    if not unit:
+        return f"{ev.value:.3g}" + (f" ± {ev.sem:.2g} s.e. (n={ev.n})" if ev.std is not None else "")
+    s = f"{k * ev.value:+.3g}" + (f" ± {k * ev.sem:.2g}" if ev.std is not None else "") + suffix
+    return s + (f" (mean ± s.e., n={ev.n})" if ev.std is not None else "")
 
 
 def _close(a: Any, b: Any) -> bool:
@@ -348,6 +353,23 @@ def _close(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
     return a == b
+
+
+def _refuse_shared_samples(claim, evidence, recorded: dict) -> None:
+    """One row per independent finding: a claim whose per-seed samples equal those of a claim already recorded on
+    the page must be declared a view of it (``Claim.view_of``, either way round), else :class:`ParameterError`."""
+    if not evidence.samples or len(evidence.samples) < 2:
+        return
+    for other, rec in recorded.items():
+        if other == claim.id or list(evidence.samples) != rec["evidence"].get("samples"):
+            continue
+        o = claims_mod.REGISTRY[other]
+        if claim.view_of != other and o.view_of != claim.id:
+            raise ParameterError(
+                "claim_id",
+                f"a row declared view_of={other!r} (its samples equal those of {other!r}: one finding, counted once)",
+                claim.id,
+            )
 
 
 def claims_difference(stored: dict, new: dict) -> str | None:
@@ -516,7 +538,8 @@ def collect_claims(notebooks: list[str] | None = None, profile: str | None = Non
     Returns:
         ``pandas.DataFrame``, one row per claim in registry order: id, paper, where, claim, paper's value, measure,
         criterion, notebook, ours (mean ± s.e., n), verdict, reason, profile, device, commit, recorded (date),
-        raw verdict (the row's own test), p (its two-sided p; None without a test), p_adj (Holm-adjusted).
+        raw verdict (the row's own test), p (its two-sided p; None without a test), p_adj (Holm-adjusted), kind
+        (:data:`maelab.claims.KINDS`) and view_of. A row of kind "identity" whose check holds shows ``IDENTITY``.
     """
     import pandas as pd
 
@@ -532,6 +555,8 @@ def collect_claims(notebooks: list[str] | None = None, profile: str | None = Non
             "measure": c.measure,
             "criterion": c.criterion.text,
             "notebook": c.notebook,
+            "kind": c.kind,
+            "view_of": c.view_of,
         }
         found = best.get(c.notebook)
         rec = found[1].get(c.id) if found and found[1] is not None else None
@@ -570,7 +595,7 @@ def collect_claims(notebooks: list[str] | None = None, profile: str | None = Non
             )
             row.update(
                 {
-                    "ours": format_value(ev),
+                    "ours": format_value(ev, c.unit),
                     "verdict": v,
                     "reason": why,
                     "profile": found[0],
@@ -587,6 +612,8 @@ def collect_claims(notebooks: list[str] | None = None, profile: str | None = Non
         row["p"], row["p_adj"] = (d.p, d.p_adj) if d else (None, None)
         if d:
             row["verdict"], row["reason"] = d.verdict, d.reason
+            if row["kind"] == "identity" and d.verdict == claims_mod.SUPPORTED:
+                row["verdict"] = IDENTITY  # holds by construction: shown, never counted as support
     board = pd.DataFrame(rows)
     if notebooks is not None:
         board = board[board["notebook"].isin(notebooks)].reset_index(drop=True)
@@ -595,12 +622,20 @@ def collect_claims(notebooks: list[str] | None = None, profile: str | None = Non
 
 # ----------------------------------------------------------------------------------------------- findings
 #: The verdicts a claim can show, in the order the scoreboard counts and colours them.
-VERDICT_ORDER = (claims_mod.SUPPORTED, claims_mod.NOT_SUPPORTED, claims_mod.INCONCLUSIVE, NOT_MEASURED, RECORD_ERROR)
+VERDICT_ORDER = (
+    claims_mod.SUPPORTED,
+    claims_mod.NOT_SUPPORTED,
+    claims_mod.INCONCLUSIVE,
+    IDENTITY,
+    NOT_MEASURED,
+    RECORD_ERROR,
+)
 #: background and text colour of each verdict's badge; the background is also its colour in the scoreboard figure
 VERDICT_COLORS: dict[str, tuple[str, str]] = {
     claims_mod.SUPPORTED: ("#027a5c", "#ffffff"),
     claims_mod.NOT_SUPPORTED: ("#b84a00", "#ffffff"),
     claims_mod.INCONCLUSIVE: ("#ece133", "#1f1f1f"),
+    IDENTITY: ("#56b4e9", "#1f1f1f"),
     NOT_MEASURED: ("#c8c8c8", "#1f1f1f"),
     RECORD_ERROR: ("#6a3d9a", "#ffffff"),
 }
@@ -764,6 +799,18 @@ def _counts_line(board) -> str:
     return f"{len(board)} claim{'s' if len(board) != 1 else ''}: " + " ".join(parts)
 
 
+def kind_counts(board):
+    """Rows per kind (:data:`maelab.claims.KINDS`) and verdict, each counted once as a finding: a row that is a
+    view of another (``view_of``) is left out. ``pandas.DataFrame`` of ints, kinds as rows."""
+    import pandas as pd
+
+    own = board[board["view_of"].fillna("") == ""] if len(board) else board
+    counts = pd.DataFrame(0, index=pd.Index(list(claims_mod.KINDS), name="kind"), columns=list(VERDICT_ORDER))
+    for (kind, v), n in own.groupby(["kind", "verdict"]).size().items() if len(own) else ():
+        counts.loc[kind, v] = int(n)
+    return counts
+
+
 def _findings_box(board, *, title: str, note: str, links: dict[str, str]) -> str:
     import html
 
@@ -909,10 +956,28 @@ def findings_summary(board=None, *, link_base: str = ""):
         f"<tbody>{rows}"
         f"<tr><td><b>all</b></td>{total}<td><b>{len(board)}</b></td></tr></tbody></table>"
     )
+    kinds = kind_counts(board)
+    krows = "".join(
+        f"<tr><td>{html.escape(k)}</td>"
+        + "".join(f"<td>{int(kinds.loc[k, v])}</td>" for v in VERDICT_ORDER)
+        + f"<td>{int(kinds.loc[k].sum())}</td></tr>"
+        for k in kinds.index
+    )
+    ktable = (
+        f"<table><colgroup>{cols}</colgroup><thead><tr><th>kind of row (findings)</th>{head}<th>findings</th></tr>"
+        f"</thead><tbody>{krows}<tr><td><b>all</b></td>"
+        + "".join(f"<td><b>{int(kinds[v].sum())}</b></td>" for v in VERDICT_ORDER)
+        + f"<td><b>{int(kinds.values.sum())}</b></td></tr></tbody></table>"
+    )
     return HTML(
         f'{_CSS}<div class="maelab-findings"><p><b>What the book found</b> · {_counts_line(board)}</p>'
-        f'{table}<p class="maelab-note">Verdicts computed by <code>maelab.claims</code> from the stored claims '
-        "records (the best profile stored per notebook).</p></div>"
+        f"{table}<p>The same rows by kind, each independent finding once (a row that reads another row's samples "
+        f"under a second criterion is left out): <i>identity</i> rows hold by construction and are never counted "
+        f"as support, <i>computation</i> rows compute a theorem's quantity exactly, <i>trained</i> rows measure "
+        f"models we trained.</p>{ktable}"
+        '<p class="maelab-note">Verdicts computed by <code>maelab.claims</code> from the stored claims '
+        "records (the best profile stored per notebook), after the multiplicity policy (Holm within each "
+        "paper).</p></div>"
     )
 
 

@@ -87,6 +87,20 @@ class Evidence:
         return cls(**kw)
 
     @classmethod
+    def from_series(cls, x, samples, note: str = "", unmet: str = "") -> Evidence:
+        """A series over seeds for trend criteria: ``samples`` is (seeds, len(x)); each point's mean, its standard
+        error over seeds (ddof 1; 0 for one seed) and the number of seeds behind it (``y_n``, for the t quantile)."""
+        xs = tuple(float(a) for a in x)
+        rows = [tuple(float(v) for v in row) for row in samples]
+        if not xs or not rows or any(len(r) != len(xs) for r in rows):
+            raise ParameterError("samples", f"a non-empty (seeds, {len(xs)}) table of numbers over x", len(rows))
+        n = len(rows)
+        cols = list(zip(*rows))
+        mean = tuple(sum(c) / n for c in cols)
+        err = tuple(math.sqrt(sum((v - m) ** 2 for v in c) / (n - 1) / n) if n > 1 else 0.0 for c, m in zip(cols, mean))
+        return cls(x=xs, y=mean, y_err=err, y_n=(n,) * len(xs), note=note, unmet=unmet)
+
+    @classmethod
     def from_samples(cls, samples, note: str = "", unmet: str = "") -> Evidence:
         samples = tuple(float(s) for s in samples)
         if not samples:
@@ -595,6 +609,12 @@ class Monotone(Criterion):
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
+    """One row of the scoreboard. ``kind`` (one of :data:`KINDS`) says what the row can tell: an ``identity`` holds
+    by construction and is shown, never counted as support; ``computation`` computes a theorem's quantity on the
+    objects it describes; ``trained`` measures models we trained. ``view_of``: the id of another row of the same
+    notebook whose evidence (samples) this row reads under another criterion -- counted once as a finding.
+    ``unit``: how the scoreboard shows our value beside the paper's (``UNITS``); the evidence stays as measured."""
+
     id: str
     paper: str
     where: str
@@ -603,6 +623,23 @@ class Claim:
     criterion: Criterion
     notebook: str
     measure: str  # what our value is, in words
+    kind: str = ""
+    view_of: str = ""
+    unit: str = ""  # how "ours" is shown: "" as stored, "points" for accuracy fractions shown x 100 (paper's unit)
+
+
+#: Display units of our value (``Claim.unit``): name -> (factor, suffix).
+UNITS = {"": (1.0, ""), "points": (100.0, " points")}
+
+
+#: What a claim row is (issue 21): how far its verdict can count as evidence for a paper.
+KINDS = {
+    "identity": "holds by construction or arithmetic whatever the data: it can fail only if the code is wrong, so it "
+    "is shown as an identity and never counted as support",
+    "computation": "an exact (or Monte-Carlo) computation of a theorem's quantity on the objects the theorem "
+    "describes, without a trained model",
+    "trained": "measured on models we trained: counts only where the models demonstrably learned",
+}
 
 
 def verdict(claim: Claim, evidence: Evidence) -> tuple[str, str]:
@@ -661,7 +698,8 @@ def adjust(rows: Mapping[str, tuple[Claim, Evidence]]) -> dict[str, Decision]:
     """The verdicts of ``rows`` (claim id -> (claim, evidence)) under :data:`POLICY`.
 
     Each row is first decided by its criterion (:func:`verdict`). The stochastic rows -- those whose criterion
-    gives a p-value for the evidence and whose precondition is met -- form one family per paper; their p-values are
+    gives a p-value for the evidence, whose precondition is met and which are no identity -- form one family per
+    paper; their p-values are
     Holm-adjusted within it. A decided row (supported / not supported) whose adjusted p is not below :data:`ALPHA`
     becomes inconclusive, its reason saying so with both p-values. Other rows keep their verdict.
 
@@ -671,7 +709,7 @@ def adjust(rows: Mapping[str, tuple[Claim, Evidence]]) -> dict[str, Decision]:
     pv = {
         cid: c.criterion.p_value(ev)
         for cid, (c, ev) in rows.items()
-        if not ev.unmet and c.criterion.p_value(ev) is not None
+        if not ev.unmet and c.kind != "identity" and c.criterion.p_value(ev) is not None
     }
     families: dict[str, list[str]] = {}
     for cid in pv:
@@ -726,8 +764,8 @@ def minimum_detectable_effect(sd: float, n: int, alpha: float = ALPHA, power: fl
 PAPERS = {
     "bisulco2025": "Bisulco et al. (ICCV 2025), From Linearity to Non-Linearity (supplement)",
     "zhang2022": "Zhang, Wang & Wang (NeurIPS 2022), How Mask Matters (U-MAE)",
-    "cao2022": "Cao, Xu & Clifton (ICLR 2022), How to Understand Masked Autoencoders",
-    "kong2023": "Kong et al. (ICLR 2024), Understanding MAE via Hierarchical Latent Variable Models",
+    "cao2022": "Cao, Xu & Clifton (arXiv 2202.03670, 2022), How to Understand Masked Autoencoders",
+    "kong2023": "Kong et al. (CVPR 2023), Understanding MAE via Hierarchical Latent Variable Models",
 }
 
 
@@ -769,7 +807,18 @@ def gather_claims() -> dict[str, Claim]:
                 )
             if c.id in rows:
                 raise RegistryError(f"duplicate claim id {c.id!r}: defined in {origin[c.id]} and in {name}")
+            if c.unit not in UNITS:
+                raise RegistryError(f"claim {c.id!r} in {name}: unit must be one of {list(UNITS)}; got {c.unit!r}")
+            if c.kind not in KINDS:
+                raise RegistryError(f"claim {c.id!r} in {name}: kind must be one of {', '.join(KINDS)}; got {c.kind!r}")
             rows[c.id], origin[c.id] = c, name
+    for c in rows.values():
+        main = rows.get(c.view_of) if c.view_of else None
+        if c.view_of and (main is None or main.notebook != c.notebook or main.view_of or main.id == c.id):
+            raise RegistryError(
+                f"claim {c.id!r}: view_of must name another row of notebook {c.notebook!r} that is no view itself; "
+                f"got {c.view_of!r}"
+            )
     return rows
 
 

@@ -184,6 +184,7 @@ def test_claim_evidence_helpers_on_a_hand_table():
     assert tr["x"] == (1.0, 2.0)
     np.testing.assert_allclose(tr["y"], [2.1, 1.1])
     np.testing.assert_allclose(tr["y_err"], [0.1, 0.1])  # std of (2.0, 2.2) / sqrt(2)
+    assert tr["y_n"] == (2, 2)  # two seeds behind each point
     # per seed: min(2.5 - 2.0, 2.25 - 2.0) averaged over units = 0.25 (the unit offsets cancel)
     np.testing.assert_allclose(th.ratio_extreme_gaps(df), [0.25, 0.25])
     with pytest.raises(ParameterError, match="mask_ratio"):

@@ -249,3 +249,44 @@ def test_collapsed_decoder_stays_above_the_floor():
     var = mg.masked_target_variance(model.target(imgs[64:]))
     assert out["test_loss"] >= var * 0.95  # above the floor up to mask-sampling noise
     assert out["trace"][-1] < out["trace"][0]
+
+
+# ------------------------------------------------------------------------------------------------ claim evidence
+def test_sweet_spot_evidence_reads_the_dip_at_the_stated_ratio():
+    import numpy as np
+
+    from maelab.claims import Above
+    from maelab.papers.zhang2022.evidence import sweet_spot as sweet_spot_evidence
+
+    rhos = [0.0, 0.35, 0.7, 0.95]
+    u = np.array([[1.0, 0.9, 0.8, 0.95], [1.0, 0.92, 0.81, 0.97], [1.0, 0.88, 0.79, 0.9]])  # a U with its bottom at 0.7
+    ev = sweet_spot_evidence(rhos, u)
+    assert ev.samples == pytest.approx((0.15, 0.16, 0.11))
+    assert Above(0.0).decide(ev)[0] == "supported"
+    # a curve falling all the way (argmin at the last ratio in every seed; the mean argmin of per-seed argmins at 0
+    # and 0.95 could sit near 0.7): the dip is negative, the claim not supported
+    down = np.array([[1.0, 0.9, 0.8, 0.6], [1.0, 0.91, 0.8, 0.62], [1.0, 0.9, 0.82, 0.61]])
+    assert Above(0.0).decide(sweet_spot_evidence(rhos, down))[0] == "not supported"
+    with pytest.raises(ParameterError, match="at"):
+        sweet_spot_evidence(rhos, u, at=0.5)
+    with pytest.raises(ParameterError, match="ratio"):
+        sweet_spot_evidence(rhos, u[:, :3])
+
+
+def test_collapse_avoidance_is_gated_on_the_representation_not_the_loss():
+    from maelab.claims import Above, LearnedCheck, verdict
+    from maelab.papers.zhang2022 import claims as zc
+    from maelab.papers.zhang2022.evidence import collapse_avoidance as collapse_avoidance_evidence
+
+    row = next(c for c in zc.CLAIMS if c.id == "zhang.thm36_mae_avoids_collapse")
+    learned = LearnedCheck("MAE", (0.9,), (0.7,))
+    idle = LearnedCheck("MAE", (0.72,), (0.7,))
+    ev = collapse_avoidance_evidence(0.3, 0.2, learned)
+    assert ev.value == pytest.approx(1 / 3) and not ev.unmet and verdict(row, ev)[0] == "supported"
+    # the same loss from a model whose representation did not move from random init: inconclusive, not support
+    assert verdict(row, collapse_avoidance_evidence(0.3, 0.2, idle))[0] == "inconclusive"
+    # a learned model above the floor: not supported (the gate does not decide the claim)
+    assert verdict(row, collapse_avoidance_evidence(0.3, 0.4, learned))[0] == "not supported"
+    assert isinstance(row.criterion, Above)
+    with pytest.raises(ParameterError, match="learned"):
+        collapse_avoidance_evidence(0.3, 0.2, None)

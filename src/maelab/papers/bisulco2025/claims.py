@@ -11,6 +11,7 @@ from maelab.claims import Above, Below, Claim, Monotone, PairedGreater, Within
 
 CLAIMS: list[Claim] = [
     # ---- masking (Foundations page; Supp. §F) ----
+    # identity: the DFT time-shift property makes the closed form equal the FFT of every mask
     Claim(
         id="bisulco.eq19_21_sinc",
         paper="bisulco2025",
@@ -20,6 +21,7 @@ CLAIMS: list[Claim] = [
         paper_value="identity (exact)",
         criterion=Below(1e-9),
         notebook="masking",
+        kind="identity",
         measure="max |DFT − closed form| / D over random masks",
     ),
     Claim(
@@ -30,8 +32,10 @@ CLAIMS: list[Claim] = [
         paper_value="identity (as printed)",
         criterion=Below(1e-9),
         notebook="masking",
+        kind="computation",
         measure="max |DFT − printed Eq. 19| / D over random masks",
     ),
+    # identity: the DFT of any mask of p x p blocks on the grid has the factor sin(pi p k / D) (zero at k = jD/p)
     Claim(
         id="bisulco.fig22_grating_zeros",
         paper="bisulco2025",
@@ -41,6 +45,7 @@ CLAIMS: list[Claim] = [
         paper_value="zeros (exact)",
         criterion=Below(1e-20),
         notebook="masking",
+        kind="identity",
         measure="max power of the 2-D mask at grating frequencies / total power",
     ),
     Claim(
@@ -52,9 +57,11 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (Fig. 22)",
         criterion=Monotone("decreasing"),
         notebook="masking",
+        kind="computation",
         measure="high-frequency power fraction of masked photos (|k| > D/4) for p = 4, 8, 16, mean ± s.e. over crops",
     ),
     # ---- bisulco_linear_mae ----
+    # identity: Lemma 1 is an expectation identity for any X, A, B (Bernoulli masks); only MC noise or a bug can miss
     Claim(
         id="bisulco.lemma1_monte_carlo",
         paper="bisulco2025",
@@ -64,6 +71,7 @@ CLAIMS: list[Claim] = [
         paper_value="identity (exact)",
         criterion=Below(4.0, z=0.0),
         notebook="bisulco_linear_mae",
+        kind="identity",
         measure="max over (m, p) of |Monte-Carlo mean − Lemma 1| / Monte-Carlo s.e. (real crops, A B = a closed-form "
         "optimum)",
     ),
@@ -76,6 +84,7 @@ CLAIMS: list[Claim] = [
         paper_value="minimum of eq. 12",
         criterion=Below(1e-3),
         notebook="bisulco_linear_mae",
+        kind="computation",
         measure="relative gap (loss − closed form) / closed form after sampled-mask Adam only; per seed the max over "
         "(m, p) configurations; mean + 2 s.e. over seeds",
     ),
@@ -87,6 +96,7 @@ CLAIMS: list[Claim] = [
         paper_value="top-k eigenvectors of C",
         criterion=Below(1.0),
         notebook="bisulco_linear_mae",
+        kind="computation",
         measure="largest principal angle (degrees) between the decoder row space and the top-k eigenvectors of C, "
         "after sampled-mask Adam + exact-expected-loss polish; per seed the max over (m, p); mean + 2 s.e.",
     ),
@@ -98,9 +108,11 @@ CLAIMS: list[Claim] = [
         paper_value="PCA",
         criterion=Below(1.0),
         notebook="bisulco_linear_mae",
+        kind="computation",
         measure="largest principal angle (degrees) between the trained m = 0 decoder and the top-k right singular "
         "vectors of X (numpy SVD); mean + 2 s.e. over seeds",
     ),
+    # identity: Lemma 6 is a bias-variance identity for any linear f and any X; only MC noise or a bug can miss
     Claim(
         id="bisulco.lemma6_mean_variance",
         paper="bisulco2025",
@@ -110,6 +122,7 @@ CLAIMS: list[Claim] = [
         paper_value="identity (exact)",
         criterion=Below(4.0, z=0.0),
         notebook="bisulco_linear_mae",
+        kind="identity",
         measure="max over m of |Monte-Carlo loss − Lemma 6 expression| / Monte-Carlo s.e.",
     ),
     Claim(
@@ -121,6 +134,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative",
         criterion=Monotone("increasing"),
         notebook="bisulco_linear_mae",
+        kind="computation",
         measure="relative error |Lemma 4 − Monte-Carlo loss| / loss of a tanh autoencoder f(x) = s·tanh(xA/s)B, "
         "against m; ± s.e. of the Monte-Carlo loss",
     ),
@@ -134,6 +148,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (Fig. 21)",
         criterion=Monotone("increasing"),
         notebook="bisulco_ising",
+        kind="computation",
         measure="decay length of mean |(AB)_ij| against torus distance, closed form on Ising samples at T_c, rank "
         "d/4, m = 0.01 … 0.99 at fixed p; mean ± s.e. over independent sample draws",
     ),
@@ -146,6 +161,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (Fig. 20)",
         criterion=Monotone("increasing"),
         notebook="bisulco_ising",
+        kind="computation",
         measure="decay length of mean |(AB)_ij| against torus distance at m = 0.5, p = 2 … 16, rank d/4; mean ± s.e. "
         "over sample draws",
     ),
@@ -157,6 +173,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (Fig. 21)",
         criterion=PairedGreater(),
         notebook="bisulco_ising",
+        kind="computation",
         measure="paired difference of decay lengths, (p 16, m 0.99) − (p 8, m 0.01), per sample draw, rank d/4",
     ),
     Claim(
@@ -167,6 +184,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative",
         criterion=PairedGreater(),
         notebook="bisulco_ising",
+        kind="computation",
         measure="per sample draw: smallest decay length among the MAEs of Figs. 20–21 (m, p) ∈ {(0.5, 8), (0.5, 16), "
         "(0.99, 16)} minus the larger of AE (= PCA) and Gaussian DAE, rank d/4",
     ),
@@ -180,6 +198,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (Fig. 1, 13C)",
         criterion=Monotone("increasing"),
         notebook="bisulco_jacobians",
+        kind="computation",
         measure="half-mass radius (px) of the columns of W = A*B*, mean over central output pixels; mean ± s.e. over "
         "data seeds; m = 0.1 … 0.9",
     ),
@@ -192,6 +211,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (Fig. 1, 13C, 20)",
         criterion=Monotone("increasing"),
         notebook="bisulco_jacobians",
+        kind="computation",
         measure="half-mass radius (px) of the columns of W = A*B*, mean over central output pixels; mean ± s.e. over "
         "data seeds; p = 2, 4, 8",
     ),
@@ -204,6 +224,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (Fig. 1, 13C)",
         criterion=Above(0.0),
         notebook="bisulco_jacobians",
+        kind="computation",
         measure="min over MAE (m, p) of [MAE half-mass radius − AE half-mass radius] (px), per data seed",
     ),
     Claim(
@@ -215,6 +236,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (Fig. 1, 5, 13A)",
         criterion=Monotone("increasing"),
         notebook="bisulco_jacobians",
+        kind="trained",
         measure="half-mass radius (px) of |∂ pred(r, c) / ∂ x| with the mask fixed, each model at its training m; "
         "mean ± s.e. over test images (one mask each, several masked output pixels); m = all trained ratios ≥ "
         "0.1",
@@ -228,6 +250,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (Fig. 1, 5, 13)",
         criterion=Monotone("increasing"),
         notebook="bisulco_jacobians",
+        kind="trained",
         measure="half-mass radius (px) of the masked-pixel Jacobian; mean ± s.e. over test images; p = 4, 8, 16",
     ),
     Claim(
@@ -239,6 +262,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (Fig. 1)",
         criterion=Above(0.0),
         notebook="bisulco_jacobians",
+        kind="trained",
         measure="per-image [half-mass radius of the most local MAE − that of the AE] (px), same test images; mean ± "
         "s.e.",
     ),
@@ -251,6 +275,7 @@ CLAIMS: list[Claim] = [
         paper_value="increasing up to 12 (20) layers, CIFAR-10",
         criterion=Monotone("increasing"),
         notebook="bisulco_sweeps",
+        kind="trained",
         measure="linear-probe test accuracy against encoder depth at a fixed decoder depth, mean ± s.e. over seeds",
     ),
     Claim(
@@ -261,6 +286,7 @@ CLAIMS: list[Claim] = [
         paper_value="2–4 layers",
         criterion=Within(3.0, 1.0),
         notebook="bisulco_sweeps",
+        kind="trained",
         measure="decoder depth with the highest linear-probe accuracy averaged over encoder depths (one seed)",
     ),
     Claim(
@@ -273,8 +299,10 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative",
         criterion=Above(-0.5),
         notebook="bisulco_sweeps",
+        kind="trained",
         measure="Spearman ρ between test reconstruction loss and linear-probe accuracy over the encoder × decoder grid",
     ),
+    # identity: FLOPs counted, not measured: an equal-width decoder sees all L + 1 tokens, the encoder (1-m)L + 1
     Claim(
         id="bisulco.fig14_decoder_time",
         paper="bisulco2025",
@@ -283,9 +311,11 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative",
         criterion=Above(1.0),
         notebook="bisulco_sweeps",
+        kind="identity",
         measure="per-layer training-step FLOPs of the decoder / of the encoder (least-squares slopes over the depth "
         "grid; FLOPs, not wall time, because this machine is shared -- the step-time ratio is in the note)",
     ),
+    # identity: FLOPs are counted from the architecture: a smaller patch means more tokens, so more FLOPs
     Claim(
         id="bisulco.fig16_patch_time",
         paper="bisulco2025",
@@ -294,6 +324,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative",
         criterion=PairedGreater(),
         notebook="bisulco_sweeps",
+        kind="identity",
         measure="log(training-step FLOPs at the smallest patch / at the largest patch), paired over mask ratios "
         "(step-time ratios in the note)",
     ),
@@ -305,8 +336,10 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (patch 2 and 4 best)",
         criterion=PairedGreater(),
         notebook="bisulco_sweeps",
+        kind="trained",
         measure="linear-probe accuracy at the smallest minus at the largest patch size, paired over mask ratios",
     ),
+    # identity: FLOPs are counted from the architecture: a larger mask ratio leaves the encoder fewer tokens
     Claim(
         id="bisulco.fig16_mask_time",
         paper="bisulco2025",
@@ -315,6 +348,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative",
         criterion=Monotone("decreasing"),
         notebook="bisulco_sweeps",
+        kind="identity",
         measure="training-step FLOPs against mask ratio at the base patch size (step times in the note)",
     ),
     Claim(
@@ -325,6 +359,7 @@ CLAIMS: list[Claim] = [
         paper_value="still rising after 1000–1500 epochs",
         criterion=PairedGreater(),
         notebook="bisulco_sweeps",
+        kind="trained",
         measure="probe accuracy at the last epoch minus at half of training, deepest encoder, paired over seeds",
     ),
     Claim(
@@ -336,6 +371,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative",
         criterion=Monotone("increasing"),
         notebook="bisulco_sweeps",
+        kind="trained",
         measure="CKA of each encoder's last layer with the deepest encoder's last layer (another seed) against depth, "
         "mean ± s.e. over seeds",
     ),

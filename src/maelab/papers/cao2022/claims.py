@@ -1,4 +1,4 @@
-"""Claim rows of Cao, Xu & Clifton (ICLR 2022), How to Understand Masked Autoencoders.
+"""Claim rows of Cao, Xu & Clifton (arXiv 2202.03670, 2022), How to Understand Masked Autoencoders.
 
 Data for the scoreboard: what the paper claims, where, the paper's value, the criterion that computes our verdict
 (:mod:`maelab.claims`) and the notebook that measures it. ``cao_theory`` rows are exact computations on the model the
@@ -26,6 +26,7 @@ CLAIMS: list[Claim] = [
         paper_value="rate 1/n (log-log slope -1)",
         criterion=Below(-0.9),
         notebook="cao_theory",
+        kind="computation",
         measure="log-log slope of the L2 layer change against n (softmax Gaussian kernel of width S.width_grid "
         "patches, W^V = I), one slope per random smooth map; mean + 2 s.e. over maps must be < -0.9",
     ),
@@ -38,6 +39,7 @@ CLAIMS: list[Claim] = [
         paper_value="rate 1/n (log-log slope -1)",
         criterion=Below(-0.9),
         notebook="cao_theory",
+        kind="computation",
         measure="as cao.thm51_rate_grid_width with the width S.width_continuum fixed in unit-square coordinates",
     ),
     Claim(
@@ -48,6 +50,7 @@ CLAIMS: list[Claim] = [
         paper_value="rate 1/n (log-log slope -1)",
         criterion=Below(-0.9),
         notebook="cao_theory",
+        kind="computation",
         measure="as cao.thm51_rate_grid_width on indicator-of-a-disk maps (random centres)",
     ),
     Claim(
@@ -59,10 +62,12 @@ CLAIMS: list[Claim] = [
         paper_value="normalisation 'plays a vital role'",
         criterion=Above(-0.5),
         notebook="cao_theory",
+        kind="computation",
         measure="log-log slope of the L2 layer change against n for the unnormalised kernel (grid-unit width); "
         "mean - 2 s.e. over maps must be > -0.5 (no decay)",
     ),
     # ---- cao_theory: Theorem 5.2 ----
+    # identity: for any self-adjoint PSD A the eigenvalues of beta I + A lie in [beta, beta + ||A||]
     Claim(
         id="cao.thm52_second_kind_bound",
         paper="cao2022",
@@ -72,6 +77,7 @@ CLAIMS: list[Claim] = [
         paper_value="well-posed (bound 1/beta)",
         criterion=Below(1.0 + 1e-9, z=0.0),
         notebook="cao_theory",
+        kind="identity",
         measure="max over n (1-D and 2-D grids) and beta > 0 of cond(beta I + A) / ((beta + ||A||) / beta), "
         "condition numbers in the alpha-weighted norm where A = alpha^-1 K is self-adjoint",
     ),
@@ -84,6 +90,7 @@ CLAIMS: list[Claim] = [
         paper_value="'extremely ill-posed'",
         criterion=Monotone("increasing", z=0.0),
         notebook="cao_theory",
+        kind="computation",
         measure="log10 cond_2(A) of the 1-D Gaussian kernel operator (fixed width S.tik_width) against n, over the "
         "n where cond_2 < 1e13 (beyond that float64 cannot resolve the smallest singular value)",
     ),
@@ -96,6 +103,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative",
         criterion=PairedGreater(),
         notebook="cao_theory",
+        kind="computation",
         measure="per noise seed: log10(relative error of the first-kind solution) - log10(that of the second-kind "
         "solution at beta = S.claim_beta), 1-D grid n = S.claim_n, noise sigma = S.tik_sigma",
     ),
@@ -109,10 +117,12 @@ CLAIMS: list[Claim] = [
         paper_value="error < C(r, N_c, p) * eps = 0",
         criterion=Above(0.99, z=0.0),
         notebook="cao_theory",
+        kind="computation",
         measure="fraction of the image's patches determined by the selected patches (exact: components of the "
         "selection graph; confirmed by block-CUR reconstruction and a non-uniqueness witness), min over "
         "N_c and r <= N_c",
     ),
+    # identity: the tokens store the rank-r SVD factors, so R(y) is the rank-r truncation and the ratio is exactly 1
     Claim(
         id="cao.prop31_embedding_exists",
         paper="cao2022",
@@ -122,6 +132,7 @@ CLAIMS: list[Claim] = [
         paper_value="C(r, N_c, p) finite",
         criterion=Below(1.0 + 1e-9, z=0.0),
         notebook="cao_theory",
+        kind="identity",
         measure="max over natural crops, N_c and r <= N_c / 2 of ||u - R(y)||_F / (eps ||u||_F) with y the "
         "rank-r SVD factors stored in the tokens of the permutation selection (lowrank.factor_embedding)",
     ),
@@ -134,6 +145,7 @@ CLAIMS: list[Claim] = [
         paper_value="implied by the choice of selection",
         criterion=PairedGreater(),
         notebook="cao_theory",
+        kind="computation",
         measure="per natural crop (truncated to rank r <= N_c): block-CUR relative error of the uniform selection "
         "minus that of the permutation selection, mean over draws, N_c and r",
     ),
@@ -147,6 +159,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative (Fig. 3, official ViT-B)",
         criterion=PairedGreater(),
         notebook="cao_decoder",
+        kind="trained",
         measure="per seed (softmax micro MAE, W^V learned): mean over test images of the PSNR (pasted image: "
         "differs on masked patches only) of the worst intermediate decoder read-out minus that of the read-out of "
         "the decoder input (encoder output + mask tokens); trained.intermediate_gain",
@@ -160,6 +173,7 @@ CLAIMS: list[Claim] = [
         paper_value="O(1/n) (Thm. 5.1; hypotheses not met: W^V != I)",
         criterion=Below(0.5),
         notebook="cao_decoder",
+        kind="trained",
         measure="per seed (softmax micro MAE): mean over test images of the largest relative token change of any "
         "encoder or decoder block (decoder.layer_changes); mean + 2 s.e. over seeds < 0.5",
     ),
@@ -172,6 +186,7 @@ CLAIMS: list[Claim] = [
         paper_value="qualitative",
         criterion=PairedGreater(),
         notebook="cao_decoder",
+        kind="trained",
         measure="per seed: mean relative block change (all encoder and decoder blocks, mean over test images) of "
         "the unnormalised (exp) model minus that of the softmax model (same data, seed, initial weights and recipe)",
     ),
@@ -184,6 +199,7 @@ CLAIMS: list[Claim] = [
         paper_value="error < C/n (eq. 24)",
         criterion=Above(0.9),
         notebook="cao_decoder",
+        kind="trained",
         measure="per seed: mean over masked tokens, heads and images of the least-squares R^2 of the masked "
         "token's attention output on the visible tokens' values (first decoder layer)",
     ),
@@ -196,6 +212,7 @@ CLAIMS: list[Claim] = [
         paper_value="'globally ... not just nearby'",
         criterion=Above(0.5),
         notebook="cao_decoder",
+        kind="trained",
         measure="per seed: fraction of the first decoder layer's attention mass from masked to visible tokens that "
         "falls on visible patches at Chebyshev distance > 1, mean over heads, masked tokens and images",
     ),

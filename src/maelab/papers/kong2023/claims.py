@@ -24,6 +24,7 @@ CLAIMS: list[Claim] = [
         paper_value="c = low-level z3, not z1",
         criterion=Above(0.5),
         notebook=TH,
+        kind="computation",
         measure="level of the most abstract node of c, one pixel masked in a 3-level binary tree (exact)",
     ),
     Claim(
@@ -34,6 +35,7 @@ CLAIMS: list[Claim] = [
         paper_value="c = high-level variable",
         criterion=Below(0.5),
         notebook=TH,
+        kind="computation",
         measure="level of the most abstract node of c, half the pixels (one subtree) masked (exact)",
     ),
     Claim(
@@ -44,6 +46,7 @@ CLAIMS: list[Claim] = [
         paper_value="c = low-level z6, not z2",
         criterion=Above(0.5),
         notebook=TH,
+        kind="computation",
         measure="level of the most abstract node of c, one pixel visible in a 3-level binary tree (exact)",
     ),
     Claim(
@@ -55,6 +58,7 @@ CLAIMS: list[Claim] = [
         paper_value="higher level with larger unit",
         criterion=Monotone("decreasing"),
         notebook=TH,
+        kind="computation",
         measure="mean level of c over random MAE masks (ratio 0.75) on a quadtree hierarchy vs unit 1, 2, 4",
     ),
     Claim(
@@ -66,6 +70,7 @@ CLAIMS: list[Claim] = [
         paper_value="U-shape: 0.1 and 0.9 low-level, 0.75 high-level",
         criterion=Above(0.25),
         notebook=TH,
+        kind="computation",
         measure="per seed, min over r in {0.1, 0.9} of [mean level of c at r − at 0.75], averaged over units",
     ),
     # ---------------------------------------------------------------- Theorem 2 (kong_theory, linear-Gaussian)
@@ -78,6 +83,7 @@ CLAIMS: list[Claim] = [
         paper_value="h(c) = ĉ one-to-one",
         criterion=Below(1e-8),
         notebook=TH,
+        kind="computation",
         measure="max over masks and model seeds of 1 − min canonical correlation(ĉ, c), exact covariances",
     ),
     Claim(
@@ -88,6 +94,7 @@ CLAIMS: list[Claim] = [
         paper_value="ĉ depends on c only",
         criterion=Below(1e-8),
         notebook=TH,
+        kind="computation",
         measure="max over masks and model seeds of the canonical correlations of ĉ with the noises of s_mc "
         "(those with s_m are 0 by construction: ĉ reads only x_mc)",
     ),
@@ -100,6 +107,7 @@ CLAIMS: list[Claim] = [
         paper_value="identifiability (population)",
         criterion=Above(0.99),
         notebook=TH,
+        kind="computation",
         measure="per seed, min canonical correlation(ĉ, c) over masks at the largest n, evaluated exactly",
     ),
     # ---------------------------------------------------------------- Fig. 5 (kong_reconstruction)
@@ -111,6 +119,7 @@ CLAIMS: list[Claim] = [
         paper_value="SSIM increasing 0.1 → 0.75",
         criterion=Monotone("increasing"),
         notebook=REC,
+        kind="trained",
         measure="mean SSIM over seeds at ratios 0.1, 0.25, 0.5, 0.75 (error: s.e. over seeds), shapes",
     ),
     Claim(
@@ -121,6 +130,7 @@ CLAIMS: list[Claim] = [
         paper_value="FSIM increasing 0.1 → 0.75",
         criterion=Monotone("increasing"),
         notebook=REC,
+        kind="trained",
         measure="mean FSIM over seeds at ratios 0.1, 0.25, 0.5, 0.75 (error: s.e. over seeds), shapes",
     ),
     Claim(
@@ -131,6 +141,7 @@ CLAIMS: list[Claim] = [
         paper_value="PSNR(0.9) > PSNR(0.75)",
         criterion=PairedGreater(),
         notebook=REC,
+        kind="trained",
         measure="per seed PSNR(0.9) − PSNR(0.75) in dB on unmasked held-out shapes images",
     ),
     Claim(
@@ -141,6 +152,7 @@ CLAIMS: list[Claim] = [
         paper_value="−MSE(0.9) > −MSE(0.75)",
         criterion=PairedGreater(),
         notebook=REC,
+        kind="trained",
         measure="per seed MSE(0.75) − MSE(0.9) on unmasked held-out shapes images",
     ),
     Claim(
@@ -151,6 +163,7 @@ CLAIMS: list[Claim] = [
         paper_value="SSIM increasing with patch size 8 → 16 → 32",
         criterion=Monotone("increasing"),
         notebook=REC,
+        kind="trained",
         measure="mean SSIM over seeds at masking units 1, 2, 4 tokens (ratio 0.75), shapes",
     ),
     Claim(
@@ -161,6 +174,7 @@ CLAIMS: list[Claim] = [
         paper_value="PSNR decreasing with patch size",
         criterion=Monotone("decreasing"),
         notebook=REC,
+        kind="trained",
         measure="mean PSNR over seeds at masking units 1, 2, 4 tokens (ratio 0.75), shapes",
     ),
     # ---------------------------------------------------------------- Tables 1-3, Figs 6-8 (kong_representations)
@@ -172,6 +186,7 @@ CLAIMS: list[Claim] = [
         paper_value="67.41 vs 47.45 %",
         criterion=PairedGreater(),
         notebook=REP,
+        kind="trained",
         measure="per seed class-probe accuracy(0.75) − accuracy(0.1), shapes test set",
     ),
     Claim(
@@ -182,6 +197,7 @@ CLAIMS: list[Claim] = [
         paper_value="67.41 vs 62.97 %",
         criterion=PairedGreater(),
         notebook=REP,
+        kind="trained",
         measure="per seed class-probe accuracy(0.75) − accuracy(0.9), shapes test set",
     ),
     Claim(
@@ -192,6 +208,7 @@ CLAIMS: list[Claim] = [
         paper_value="0.75 above 0.1 on all five variants",
         criterion=PairedGreater(),
         notebook=REP,
+        kind="trained",
         measure="per seed mean over the four shapes shifts of accuracy(0.75) − accuracy(0.1)",
     ),
     Claim(
@@ -202,6 +219,7 @@ CLAIMS: list[Claim] = [
         paper_value="0.2563 vs 0.1352",
         criterion=PairedGreater(),
         notebook=REP,
+        kind="trained",
         measure="per seed shape bias(0.75) − shape bias(0.1) on shapes cue-conflict images",
     ),
     Claim(
@@ -212,6 +230,7 @@ CLAIMS: list[Claim] = [
         paper_value="0.2563 vs 0.2014",
         criterion=PairedGreater(),
         notebook=REP,
+        kind="trained",
         measure="per seed shape bias(0.75) − shape bias(0.9) on shapes cue-conflict images",
     ),
     Claim(
@@ -222,6 +241,7 @@ CLAIMS: list[Claim] = [
         paper_value="high-level peaks at non-extreme masking",
         criterion=PairedGreater(),
         notebook=REP,
+        kind="trained",
         measure="per seed mean k-NN class accuracy at {0.5, 0.75} − at {0.1, 0.9}",
     ),
     Claim(
@@ -232,6 +252,7 @@ CLAIMS: list[Claim] = [
         paper_value="extremes capture more low-level information",
         criterion=PairedGreater(),
         notebook=REP,
+        kind="trained",
         measure="per seed mean linear R² of the low-level factors at {0.1, 0.9} − at {0.5, 0.75}",
     ),
     Claim(
@@ -242,6 +263,7 @@ CLAIMS: list[Claim] = [
         paper_value="holistic object at moderate ratios",
         criterion=PairedGreater(),
         notebook=REP,
+        kind="trained",
         measure="per seed [CLS] attention mass on the silhouette at 0.75 − mean at {0.1, 0.9}",
     ),
     Claim(
@@ -252,6 +274,7 @@ CLAIMS: list[Claim] = [
         paper_value="AP box 39.72 vs 30.47",
         criterion=PairedGreater(),
         notebook=REP,
+        kind="trained",
         measure="per seed per-token silhouette probe accuracy(0.75) − accuracy(0.1)",
     ),
 ]

@@ -12,12 +12,14 @@ patches from the original, masked ones from the prediction), the quantity the MA
   ``[0, data_range]``; ``data_range`` is 1.0 for every ``maelab.data`` dataset (images in [0, 1]). SSIM uses an
   11 x 11 Gaussian window (sigma 1.5) without piq's downsampling; FSIM is FSIMc on RGB and FSIM on grey images;
   PSNR is capped at 80 dB; MSE is in image units. ``neg_mse`` = -MSE, as the paper plots it.
-* :func:`masked_patch_losses` and :func:`learned_to_reconstruct`: the precondition of every Fig.-5 claim. A model
-  has learned to reconstruct when its masked-patch loss (its own objective, its own masking) is below
-  ``(1 - margin)`` times the smaller of two references under the same masks: the same architecture at random
-  initialisation and the predictor of every patch's own mean (0 in the norm-pix target space, a loss of
-  (n - 1)/n for a patch of n values). A reconstruction score of a model that did not beat both says nothing
-  about what it learned.
+* :func:`masked_patch_losses`: the losses behind the precondition of every Fig.-5 claim. A model has learned to
+  reconstruct when its masked-patch loss (its own objective, its own masking) is below ``(1 - margin)`` times the
+  smaller of two references under the same masks: the same architecture at random initialisation and the
+  predictor of every patch's own mean (0 in the norm-pix target space, a loss of (n - 1)/n for a patch of n
+  values). A reconstruction score of a model that did not beat both says nothing about what it learned. The page
+  applies it as a :class:`maelab.claims.ReconstructionCheck` per model
+  (:func:`maelab.papers.kong2023.evidence.reconstruction_checks`); :func:`learned_to_reconstruct` is the same rule
+  as one line of text (strict ``<`` at the boundary).
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@
   patch). Uniform attention scores the mean coverage (returned as ``chance``).
 * :func:`token_silhouette_probe`: the Table-3 analogue: a logistic regression on single patch tokens predicting
   object (coverage > threshold) vs background; accuracy and balanced accuracy.
-* :func:`learned_precondition`: the stated precondition for every trained-model claim.
+* :func:`learned_precondition`: the stated precondition for every trained-model claim, for one seed (the page
+  applies it to every seed as a :class:`maelab.claims.LearnedCheck`,
+  :func:`maelab.papers.kong2023.evidence.learned_check`).
 """
 
 from __future__ import annotations

@@ -555,9 +555,10 @@ def figure4_panels() -> dict[str, SharedInfo]:
     return {k: shared_latents(dag, v) for k, v in figure4_masks().items()}
 
 
-def unit_trend(table, mask_ratio: float, column: str = "mean_level") -> dict[str, tuple[float, ...]]:
+def unit_trend(table, mask_ratio: float, column: str = "mean_level") -> dict[str, tuple]:
     """From a :func:`sweep` table: ``x`` = units, ``y`` = mean of ``column`` over seeds at ``mask_ratio``,
-    ``y_err`` = its standard error over seeds (0 with one seed), for a ``Monotone`` claim."""
+    ``y_err`` = its standard error over seeds (0 with one seed), ``y_n`` = the seeds behind each mean (the degrees
+    of freedom of ``Monotone``'s t tests), for a ``Monotone`` claim."""
     sub = table[np.isclose(table["mask_ratio"], mask_ratio)]
     if sub.empty:
         raise ParameterError("mask_ratio", "a ratio present in the table", mask_ratio)
@@ -568,6 +569,7 @@ def unit_trend(table, mask_ratio: float, column: str = "mean_level") -> dict[str
         "x": tuple(float(u) for u in g.mean().index),
         "y": tuple(float(v) for v in g.mean()),
         "y_err": tuple(float(v) for v in sem),
+        "y_n": tuple(int(v) for v in n),
     }
 
 

@@ -25,9 +25,8 @@ from collections.abc import Sequence
 
 from maelab import experiments, models
 from maelab._validate import ParameterError
-from maelab.claims import Evidence, LearnedCheck
 
-from .umae import image_geometry, paired
+from .umae import image_geometry
 
 __all__ = [
     "GROUPS",
@@ -38,8 +37,6 @@ __all__ = [
     "groups",
     "effective_groups",
     "effective_runs",
-    "effective_evidence",
-    "raw_pixel_probe",
 ]
 
 #: The page's groups in order, each name with what it tests.
@@ -191,68 +188,3 @@ def effective_runs(settings, sweep_runs, sweep_config: dict, results: dict):
     if set(have) != want or len(have) != len(want):
         raise ParameterError("results", f"one run per variant and seed of {sorted(want)}", sorted(have))
     return runs.sort_values(["variant", "seed"]).reset_index(drop=True)
-
-
-def _by_seed(runs, variant: str, seeds, col: str = "linear_acc") -> tuple[float, ...]:
-    sub = runs[runs.variant == variant].set_index("seed")[col]
-    missing = [s for s in seeds if s not in sub.index]
-    if missing:
-        raise ParameterError("runs", f"rows of variant {variant!r} at seeds {list(seeds)}", missing)
-    return tuple(float(sub[s]) for s in seeds)
-
-
-def effective_evidence(settings, runs, fine_runs=None) -> tuple[dict[str, Evidence], dict[str, LearnedCheck]]:
-    """The evidence of the effective-lambda claims and the learning checks that gate them.
-
-    ``runs``: :func:`effective_runs`; ``fine_runs``: the ``runs`` table of the fine-patch group (None: no such
-    group). Each claim is the per-seed difference of the [CLS] linear probe, U-MAE minus plain MAE of the same seed,
-    gated by plain MAE of the same patch size having learned (:class:`maelab.claims.LearnedCheck` against the
-    untrained encoder of the same seed) -- a check on the baseline's learning, not on the difference measured.
-    Returns ``({claim id: Evidence}, {"patch" | "fine_patch": LearnedCheck})``."""
-    S = settings
-    l0, le, lp = lam_name(0.0), lam_name(S.lam_eff), lam_name(S.lam_paper)
-    seeds = tuple(S.eff_seeds)
-    patch = dict(base_spec(S).model_overrides).get("patch_size", "default")
-    checks = {
-        "patch": LearnedCheck(
-            f"MAE (λ = 0), {S.dataset}, patch {patch}, [CLS] linear probe",
-            _by_seed(runs, l0, seeds),
-            _by_seed(runs, "random", seeds),
-            seeds=seeds,
-        )
-    }
-    note = "paired by seed"
-    ev = {
-        "zhang.table1_linear_mnist_lam_eff": Evidence.from_samples(
-            paired(runs, "linear_acc", le, l0), note=note, unmet=checks["patch"].unmet
-        ),
-        "zhang.table1_linear_mnist_lam_paper": Evidence.from_samples(
-            paired(runs, "linear_acc", lp, l0), note=note, unmet=checks["patch"].unmet
-        ),
-    }
-    if fine_runs is not None:
-        fs = tuple(S.fine_patch_seeds)
-        checks["fine_patch"] = LearnedCheck(
-            f"MAE (λ = 0), {S.dataset}, patch {S.fine_patch_size}, [CLS] linear probe",
-            _by_seed(fine_runs, l0, fs),
-            _by_seed(fine_runs, "random", fs),
-            seeds=fs,
-        )
-        ev["zhang.table1_linear_mnist_lam_eff_patch4"] = Evidence.from_samples(
-            paired(fine_runs, "linear_acc", le, l0), note=note, unmet=checks["fine_patch"].unmet
-        )
-    return ev, checks
-
-
-def raw_pixel_probe(settings, device: str = "auto") -> dict:
-    """The raw-pixel reference of the page's data: the same probe (``probe_method``) and 20-NN on the flattened
-    training / test images of :func:`base_spec` (no encoder). A useful encoder should not fall below it."""
-    from maelab import evaluate
-    from maelab._util import resolve_device
-
-    S = settings
-    tr, te = experiments.load_data(base_spec(S), resolve_device(device), progress=False)
-    ftr, fte = tr.images.reshape(len(tr.images), -1), te.images.reshape(len(te.images), -1)
-    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=0, blas_threads=1)
-    knn = evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels)
-    return {"linear_acc": float(lp.test_acc), "knn_acc": float(knn)}

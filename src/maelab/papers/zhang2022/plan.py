@@ -125,6 +125,23 @@ def ablation_runs(profile: str) -> list[PlannedRun]:
         if name != "no_mask":  # the untrained encoder of the group's first variant
             first = dataclasses.replace(base, **dict(next(iter(variants.values()))))
             runs.append(_random_init_run(f"{name} random init", first, len(S.seeds), S.probe_method))
+    # Table 1 at the effective lambda: only the runs Table 3 does not already hold (ablations.effective_groups)
+    for name, (base, variants, seeds, random_init) in ablations.effective_groups(S).items():
+        for vname, fields in variants.items():
+            runs.append(
+                PlannedRun.from_spec(
+                    dataclasses.replace(base, **dict(fields)),
+                    label=f"{name} {vname}",
+                    repeats=len(seeds),
+                    extra_eval_images=base.n_train + base.n_test,
+                    finetune_epochs=0,
+                    pools=len(POOLS),
+                    probe_kind=S.probe_method,
+                )
+            )
+        if random_init:
+            first = dataclasses.replace(base, **dict(next(iter(variants.values()))))
+            runs.append(_random_init_run(f"{name} random init", first, len(seeds), S.probe_method))
     return runs
 
 

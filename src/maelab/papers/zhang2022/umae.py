@@ -222,6 +222,23 @@ def random_init_run(
     return {"row": row, "sv": sv}
 
 
+def raw_pixel_probe(
+    spec: experiments.PretrainSpec, *, probe_cs=None, probe_method: str = "logreg", device: str = "auto"
+) -> dict:
+    """The raw-pixel reference of a spec's data: the same probe (``probe_cs``, ``probe_method``, seed 0) and 20-NN
+    on the flattened training / test images, no encoder. A representation worth learning should beat it; the
+    random-init reference only says the encoder moved. Returns ``linear_acc``, ``knn_acc``."""
+    kw = _probe_kwargs(probe_cs)
+    if probe_method not in PROBE_METHODS:
+        raise ParameterError("probe_method", " | ".join(PROBE_METHODS), probe_method)
+    tr, te = experiments.load_data(spec, resolve_device(device), progress=False)
+    if tr.labels is None or te.labels is None:
+        raise ParameterError("dataset", "a labelled dataset", spec.dataset)
+    ftr, fte = tr.images.reshape(len(tr.images), -1), te.images.reshape(len(te.images), -1)
+    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method=probe_method, seed=0, blas_threads=1, **kw)
+    return {"linear_acc": float(lp.test_acc), "knn_acc": float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels))}
+
+
 def compare(
     base: experiments.PretrainSpec,
     variants: Mapping[str, Mapping[str, Any]],
@@ -409,5 +426,6 @@ __all__ = [
     "paired",
     "per_seed_curve_gap",
     "random_init_run",
+    "raw_pixel_probe",
     "summary",
 ]

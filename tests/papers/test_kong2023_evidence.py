@@ -1,0 +1,376 @@
+"""The evidence of Kong et al.'s claim rows (maelab.papers.kong2023.evidence): every function on small hand-made
+tables with answers computed by hand (a failed precondition included), then each page's committed results against
+its committed claims record (the move of the derivations out of the notebooks changed no number)."""
+
+import math
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from maelab import claims, profiles, store
+from maelab._validate import ParameterError
+from maelab.papers.kong2023 import evidence as kev
+from maelab.papers.kong2023.representations import LOW_LEVEL_CONTINUOUS
+
+SE3 = 1 / math.sqrt(3)
+
+
+# ------------------------------------------------------------------------------------------------- kong_theory
+def test_fig4_levels_are_the_min_levels_of_the_three_panels():
+    ev = kev.fig4_levels({"low": {"min_level": 2}, "moderate": {"min_level": 0}, "extreme": {"min_level": 1}})
+    assert {k: (e.value, e.samples, e.note) for k, e in ev.items()} == {
+        "kong.fig4_low": (2.0, None, "exact"),
+        "kong.fig4_moderate": (0.0, None, "exact"),
+        "kong.fig4_extreme": (1.0, None, "exact"),
+    }
+    with pytest.raises(ParameterError, match="^figure4 must be"):
+        kev.fig4_levels({"low": {"min_level": 2}, "moderate": {"min_level": 0}})
+
+
+def _sweep_table():
+    rows = []
+    # unit 1: levels 3.0, 3.2, 3.4 over seeds; unit 2: 2.0 in every seed; unit 4: 1.0, 1.5 and an infeasible NaN
+    for seed, (l1, l4) in enumerate(((3.0, 1.0), (3.2, 1.5), (3.4, math.nan))):
+        for u, lv in ((1, l1), (2, 2.0), (4, l4)):
+            rows.append({"seed": seed, "mask_ratio": 0.75, "unit": u, "mean_level": lv})
+    return pd.DataFrame(rows)
+
+
+def test_unit_level_trend_has_the_seeds_behind_each_point():
+    ev = kev.unit_level_trend(_sweep_table(), 0.75, 16)
+    assert ev.x == (1.0, 2.0, 4.0) and ev.y_n == (3, 3, 2) and ev.note == "quadtree 16, ratio 0.75"
+    np.testing.assert_allclose(ev.y, [3.2, 2.0, 1.25], rtol=1e-12)
+    # std 0.2 over 3 seeds; no spread; std of (1.0, 1.5) = sqrt(0.125) over 2 seeds -> 0.25
+    np.testing.assert_allclose(ev.y_err, [0.2 * SE3, 0.0, 0.25], rtol=1e-12, atol=1e-15)
+    # the criterion reads y_n: step 2 -> 4 is 0.75 / 0.25 = 3 s.e. with min(3, 2) - 1 = 1 d.f.: not significant
+    assert claims.Monotone("decreasing").decide(ev)[0] == claims.INCONCLUSIVE
+    assert claims.Monotone("decreasing").decide(claims.Evidence(x=ev.x, y=ev.y, y_err=ev.y_err))[0] == claims.SUPPORTED
+    with pytest.raises(ParameterError, match="^mask_ratio"):
+        kev.unit_level_trend(_sweep_table(), 0.5, 16)
+
+
+def test_ratio_extremes_per_seed_min_over_the_extremes():
+    rows = []
+    # per seed and ratio the mean level over units 1 and 2 (offset -0.5 / +0.5 cancels)
+    means = {0: {0.1: 2.5, 0.75: 2.0, 0.9: 2.25}, 1: {0.1: 1.9, 0.75: 2.0, 0.9: 2.6}}
+    for seed, by_r in means.items():
+        for r, m in by_r.items():
+            for u, du in ((1, -0.5), (2, 0.5)):
+                rows.append({"seed": seed, "mask_ratio": r, "unit": u, "mean_level": m + du})
+    ev = kev.ratio_extremes(pd.DataFrame(rows), 0.75)
+    # seed 0: min(0.5, 0.25) = 0.25; seed 1: min(-0.1, 0.6) = -0.1
+    np.testing.assert_allclose(ev.samples, [0.25, -0.1], rtol=1e-12)
+    assert ev.value == pytest.approx(0.075) and ev.note == "levels, per seed"
+
+
+def _theorem2_table():
+    rows = [
+        {"fit": "population", "n_samples": 0, "seed": 0, "min_cc_c": 1 - 1e-12, "max_cc_s_mc": 2e-13},
+        {"fit": "population", "n_samples": 0, "seed": 1, "min_cc_c": 1 - 3e-12, "max_cc_s_mc": 5e-14},
+        {"fit": "sampled", "n_samples": 100, "seed": 0, "min_cc_c": 0.5, "max_cc_s_mc": 0.9},
+        {"fit": "sampled", "n_samples": 1000, "seed": 0, "min_cc_c": 0.995, "max_cc_s_mc": 0.1},
+        {"fit": "sampled", "n_samples": 1000, "seed": 0, "min_cc_c": 0.99, "max_cc_s_mc": 0.1},
+        {"fit": "sampled", "n_samples": 1000, "seed": 1, "min_cc_c": 0.98, "max_cc_s_mc": 0.1},
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_theorem2_rows_worst_cases_and_per_seed_minimum_at_the_largest_n():
+    ev = kev.theorem2_rows(_theorem2_table())
+    assert ev["kong.thm2_cc_c"].value == pytest.approx(3e-12, rel=1e-3)
+    assert ev["kong.thm2_cc_s"].value == 2e-13
+    assert ev["kong.thm2_sampled"].samples == (0.99, 0.98) and ev["kong.thm2_sampled"].note == "n = 1000"
+    assert kev.theorem2_rows(_theorem2_table(), 100)["kong.thm2_sampled"].samples == (0.5,)
+    with pytest.raises(ParameterError, match="^n_samples"):
+        kev.theorem2_rows(_theorem2_table(), 500)
+
+
+# ------------------------------------------------------------------------------------------ kong_reconstruction
+def _scores(r09_loss=(0.9, 0.5)):
+    """Two seeds; unit 1 at ratios 0.1, 0.75, 0.9, unit 2 at 0.75, and a random-init row per seed."""
+    rows = []
+    for seed in (0, 1):
+        for (ratio, unit), ssim, psnr, mse, loss, ref in (
+            ((0.1, 1), (0.30, 0.40)[seed], 20.0, 0.010, 0.5, 2.0),
+            ((0.75, 1), (0.50, 0.60)[seed], (21.0, 22.0)[seed], (0.008, 0.006)[seed], 0.7, 0.8),
+            ((0.9, 1), 0.9, (21.5, 21.0)[seed], (0.007, 0.0065)[seed], r09_loss[seed], 2.0),
+            ((0.75, 2), (0.70, 0.72)[seed], 19.0, 0.012, 0.6, 2.0),
+        ):
+            rows.append(
+                {
+                    "model": f"r{ratio:g} u{unit}",
+                    "ratio": ratio,
+                    "unit": unit,
+                    "seed": seed,
+                    "ssim": ssim,
+                    "psnr": psnr,
+                    "neg_mse": -mse,
+                    "mse": mse,
+                    "loss": loss,
+                    "reference_loss": ref,
+                    "patch_mean_loss": 1.0,
+                }
+            )
+        rows.append(
+            {
+                "model": "random init",
+                "ratio": math.nan,
+                "unit": 1,
+                "seed": seed,
+                "ssim": 0.0,
+                "psnr": 5.0,
+                "neg_mse": -1.0,
+                "mse": 1.0,
+                "loss": 2.0,
+                "reference_loss": 2.0,
+                "patch_mean_loss": 1.0,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def test_reconstruction_checks_against_the_better_reference():
+    checks = kev.reconstruction_checks(_scores(), 0.05)
+    assert [c.what for c in checks] == [
+        f"MAE {m}, masked-patch test loss" for m in ("r0.1 u1", "r0.75 u1", "r0.9 u1", "r0.75 u2")
+    ]
+    by = {c.what.split(",")[0][4:]: c for c in checks}
+    # r0.75 u1: the random init (0.8) is the better reference: 0.7 / 0.8 = 0.875
+    assert by["r0.75 u1"].ratios == pytest.approx((0.875, 0.875))
+    # r0.9 u1: 0.9 / min(2.0, 1.0) = 0.9 <= 0.95, 0.5 / 1.0
+    assert by["r0.9 u1"].ratios == pytest.approx((0.9, 0.5)) and all(c.met for c in checks)
+    assert claims.unmet_of(*checks) == ""
+    bad = kev.reconstruction_checks(_scores((0.96, 0.5)), 0.05)  # 0.96 > 0.95 in seed 0
+    assert [c.met for c in bad] == [True, True, False, True]
+    u = claims.unmet_of(*bad)
+    assert u.startswith("MAE r0.9 u1, masked-patch test loss: loss not at most 0.95") and "run seed 0" in u
+    assert all(c.met for c in kev.reconstruction_checks(_scores((0.96, 0.5)), 0.02))  # 0.96 <= 0.98
+    with pytest.raises(ParameterError, match="^margin must be"):
+        kev.reconstruction_checks(_scores(), 1.0)
+
+
+def test_fig5_trend_means_errors_and_seeds_per_point():
+    sc = _scores()
+    sc = sc[~((sc.seed == 1) & (sc.model == "r0.1 u1"))]  # one seed missing at 0.1
+    ev = kev.fig5_trend(sc, "ssim", "ratio", [0.1, 0.75], note="n", unmet="why")
+    assert ev.x == (0.1, 0.75) and ev.y_n == (1, 2) and (ev.note, ev.unmet) == ("n", "why")
+    np.testing.assert_allclose(ev.y, [0.3, 0.55], rtol=1e-12)
+    np.testing.assert_allclose(ev.y_err, [0.0, 0.05], rtol=1e-9)  # std of (0.5, 0.6) = 0.0707 / sqrt(2)
+    # along the unit: the ratio-0.75 models only (unit 1: 0.5, 0.6; unit 2: 0.70, 0.72)
+    ev = kev.fig5_trend(_scores(), "ssim", "unit", [1, 2], unit_ratio=0.75)
+    assert ev.x == (1.0, 2.0) and ev.y_n == (2, 2)
+    np.testing.assert_allclose(ev.y, [0.55, 0.71], rtol=1e-12)
+    np.testing.assert_allclose(ev.y_err, [0.05, 0.01], rtol=1e-9)
+    with pytest.raises(ValueError, match="along"):
+        kev.fig5_trend(_scores(), "ssim", "patch", [1])
+    with pytest.raises(ParameterError, match="^xs"):
+        kev.fig5_trend(_scores(), "ssim", "ratio", [0.3])
+
+
+def test_fig5_high_ratio_paired_per_seed():
+    ev = kev.fig5_high_ratio(_scores(), "psnr", 0.9, 0.75, note="dB")
+    np.testing.assert_allclose(ev.samples, [0.5, -1.0], rtol=1e-12)  # 21.5 - 21.0, 21.0 - 22.0
+    ev = kev.fig5_high_ratio(_scores(), "neg_mse", 0.9, 0.75)
+    np.testing.assert_allclose(ev.samples, [0.001, -0.0005], rtol=1e-9)  # MSE(0.75) - MSE(0.9)
+    with pytest.raises(ParameterError, match="^high, mid"):
+        kev.fig5_high_ratio(_scores(), "psnr", 0.5, 0.75)
+
+
+def _rec_settings(**kw):
+    base = {
+        "seeds": (0, 1),
+        "n_eval": 64,
+        "mask_ratios": (0.1, 0.75, 0.9),
+        "unit_ratio": 0.75,
+        "units": (1, 2),
+        "loss_margin": 0.05,
+    }
+    return types.SimpleNamespace(**{**base, **kw})
+
+
+def test_reconstruction_rows_are_gated_by_every_model():
+    rows, checks = kev.reconstruction_rows(_scores(), _rec_settings())
+    assert list(rows) == [
+        "kong.fig5_ssim_ratio",
+        "kong.fig5_psnr_090",
+        "kong.fig5_negmse_090",
+        "kong.fig5_ssim_unit",
+        "kong.fig5_psnr_unit",
+    ]  # no FSIM column: no FSIM row
+    assert len(checks) == 4 and not any(e.unmet for e in rows.values())
+    assert (
+        rows["kong.fig5_ssim_ratio"].x == (0.1, 0.75)
+        and rows["kong.fig5_psnr_090"].note == "dB, 2 seeds, 64 unmasked test images"
+    )
+    rows, checks = kev.reconstruction_rows(_scores((0.96, 0.5)), _rec_settings())
+    assert all(e.unmet == claims.unmet_of(*checks) != "" for e in rows.values())  # the engine: inconclusive
+
+
+# ----------------------------------------------------------------------------------------- kong_representations
+LOW_COLS = [f"lin_{f}" for f in LOW_LEVEL_CONTINUOUS]
+
+
+def _rep_rows(mid_acc=(0.5, 0.4)):
+    """Two seeds; encoders at ratios 0.1, 0.5, 0.75, 0.9 (unit 1) and the random init."""
+    vals = {  # model: (class_acc per seed, shape_bias, knn_class, low-level R², attn_mass, token_acc)
+        "r0.1 u1": ((0.3, 0.2), 0.2, 0.30, 0.6, 0.30, 0.80),
+        "r0.5 u1": ((0.4, 0.3), 0.3, 0.50, 0.4, 0.40, 0.85),
+        "r0.75 u1": (mid_acc, 0.4, 0.60, 0.3, 0.50, 0.90),
+        "r0.9 u1": ((0.2, 0.25), 0.1, 0.20, 0.7, 0.20, 0.70),
+        "random init": ((0.1, 0.2), 0.0, 0.10, 0.1, 0.25, 0.60),
+    }
+    rows = []
+    for m, (acc, sb, knn, low, attn, tok) in vals.items():
+        for s in (0, 1):
+            d = 0.01 * s  # seed 1: every score but the class probe 0.01 higher
+            rows.append(
+                {
+                    "model": m,
+                    "seed": s,
+                    "class_acc": acc[s],
+                    "shift_a": acc[s] - 0.1,
+                    "shift_b": acc[s] - 0.2,
+                    "shape_bias": sb + d,
+                    "knn_class": knn + d,
+                    "attn_mass": attn + d,
+                    "token_acc": tok + d,
+                    **{c: low + d + 0.01 * i for i, c in enumerate(LOW_COLS)},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _rep_settings(**kw):
+    base = {
+        "seeds": (0, 1),
+        "mask_ratios": (0.1, 0.5, 0.75, 0.9),
+        "unit_ratio": 0.75,
+        "margin": 0.05,
+        "pool": "cls",
+        "shifts": ("a", "b"),
+        "knn_k": 5,
+        "n_attention": 16,
+    }
+    return types.SimpleNamespace(**{**base, **kw})
+
+
+def test_paired_gap_means_over_models_then_differences():
+    rows = _rep_rows()
+    np.testing.assert_allclose(kev.paired_gap(rows, "class_acc", ["r0.75 u1"], ["r0.1 u1"], [0, 1]), [0.2, 0.2])
+    # mid 0.5, 0.6 vs the extremes' mean (0.30 + 0.20) / 2 = 0.25: +0.25 in both seeds (the seed offset cancels)
+    np.testing.assert_allclose(
+        kev.paired_gap(rows, "knn_class", ["r0.5 u1", "r0.75 u1"], ["r0.1 u1", "r0.9 u1"], [1, 0]), [0.3, 0.3]
+    )
+    # several columns: their mean first; shift_a/b of r0.75 u1 in seed 0: 0.4, 0.3 -> 0.35; of r0.1 u1: 0.15
+    np.testing.assert_allclose(kev.paired_gap(rows, ["shift_a", "shift_b"], ["r0.75 u1"], ["r0.1 u1"], [0]), [0.2])
+    with pytest.raises(ParameterError, match="^rows must be one row of 'r0.75 u1' for each seed"):
+        kev.paired_gap(rows, "class_acc", ["r0.75 u1"], ["r0.1 u1"], [0, 2])
+    with pytest.raises(ParameterError, match="^rows must be rows of model 'r0.25 u1'"):
+        kev.paired_gap(rows, "class_acc", ["r0.25 u1"], ["r0.1 u1"], [0])
+    with pytest.raises(ParameterError, match="^rows must be one row"):
+        kev.paired_gap(pd.concat([rows, rows.iloc[:1]]), "class_acc", ["r0.1 u1"], ["r0.9 u1"], [0])
+
+
+def test_learned_check_is_the_books_learned_check_every_seed():
+    c = kev.learned_check(_rep_rows(), "r0.75 u1", [0, 1], 0.05)
+    assert isinstance(c, claims.LearnedCheck) and c.what == "MAE r0.75 u1, shapes, [CLS] linear probe"
+    assert c.gains == pytest.approx((0.4, 0.2)) and c.met and c.unmet == ""
+    c = kev.learned_check(_rep_rows((0.5, 0.24)), "r0.75 u1", [0, 1], 0.05)  # seed 1: 0.24 - 0.2 = 4 points
+    assert not c.met and "seed 1: 24.0 % vs 20.0 %" in c.unmet
+    assert kev.learned_check(_rep_rows((0.5, 0.24)), "r0.75 u1", [0, 1], 0.03).met
+    assert kev.learned_check(_rep_rows(), "r0.75 u1", [0], 0.05, pool="mean").what.endswith("mean-pooled linear probe")
+
+
+def test_representation_rows_hand_values():
+    rows, check = kev.representation_rows(_rep_rows(), _rep_settings())
+    assert check.met and not any(e.unmet for e in rows.values())
+    want = {
+        "kong.tab1_probe_075_010": [0.2, 0.2],  # 0.5 - 0.3, 0.4 - 0.2
+        "kong.tab1_probe_075_090": [0.3, 0.15],  # 0.5 - 0.2, 0.4 - 0.25
+        "kong.tab1_shift_075_010": [0.2, 0.2],  # the shifts move both encoders alike
+        "kong.tab2_shape_bias_010": [0.2, 0.2],
+        "kong.tab2_shape_bias_090": [0.3, 0.3],
+        "kong.latent_class_mid": [0.3, 0.3],  # (0.5 + 0.6) / 2 - (0.3 + 0.2) / 2
+        "kong.latent_low_ext": [0.3, 0.3],  # (0.6 + 0.7) / 2 - (0.4 + 0.3) / 2 (the per-factor offsets cancel)
+        "kong.fig6_cls_silhouette": [0.25, 0.25],  # 0.5 - (0.3 + 0.2) / 2
+        "kong.tab3_token_silhouette": [0.1, 0.1],
+    }
+    assert list(rows) == list(want)
+    for k, v in want.items():
+        np.testing.assert_allclose(rows[k].samples, v, rtol=1e-9, err_msg=k)
+    assert rows["kong.latent_class_mid"].note == "5-NN, mids ['r0.5 u1', 'r0.75 u1']"
+    assert rows["kong.fig6_cls_silhouette"].note == "16 test images"
+    assert rows["kong.latent_low_ext"].note == "linear R², " + ", ".join(LOW_LEVEL_CONTINUOUS)
+
+
+def test_representation_rows_inconclusive_where_the_mid_encoder_did_not_learn():
+    rows, check = kev.representation_rows(_rep_rows((0.5, 0.22)), _rep_settings())
+    assert not check.met and check.unmet
+    assert all(e.unmet == check.unmet for e in rows.values())
+    # the numbers themselves do not depend on the gate (the engine reads a non-empty unmet as inconclusive)
+    np.testing.assert_allclose(rows["kong.tab1_probe_075_010"].samples, [0.2, 0.02])
+
+
+# ---------------------------------------------------------------------------- the committed records, unchanged
+ROOT = store.repo_root() / "data" / "results"
+
+
+def _load(nb, name):
+    r = store.load(nb, name, "cpu", root=ROOT)
+    if r is None:
+        pytest.skip(f"no committed cpu result {nb}/{name}")
+    return r
+
+
+def _same(got: claims.Evidence, want: claims.Evidence, cid: str):
+    for f in ("value", "samples", "x", "y", "y_err"):
+        a, b = getattr(got, f), getattr(want, f)
+        if b is None:
+            assert a is None, (cid, f)
+            continue
+        np.testing.assert_allclose(np.atleast_1d(a), np.atleast_1d(b), rtol=1e-9, atol=0, err_msg=f"{cid}.{f}")
+    assert got.note == want.note, cid
+
+
+def _committed(nb, got: dict, n_seeds: int):
+    rec = {k: claims.Evidence.from_dict(v["evidence"]) for k, v in _load(nb, "claims")["claims"].items()}
+    assert set(got) == set(rec)
+    for cid, ev in got.items():
+        _same(ev, rec[cid], cid)
+        assert bool(ev.unmet) == bool(rec[cid].unmet), cid  # the same rows gated
+        if ev.y is not None:
+            assert ev.y_n == (n_seeds,) * len(ev.y), cid
+    return rec
+
+
+def test_theory_page_reproduces_its_committed_claims_record():
+    S = profiles.settings("kong_theory", "cpu")
+    got = kev.theory_rows(
+        _load("kong_theory", "figure4").data,
+        _load("kong_theory", "level_table")["table"],
+        _load("kong_theory", "theorem2")["table"],
+        S,
+    )
+    rec = _committed("kong_theory", got, len(S.seeds))
+    assert all(got[k].unmet == rec[k].unmet == "" for k in got)
+
+
+def test_reconstruction_page_reproduces_its_committed_claims_record():
+    S = profiles.settings("kong_reconstruction", "cpu")
+    scores = pd.concat([_load("kong_reconstruction", f"zoo_s{s}")["scores"] for s in S.seeds], ignore_index=True)
+    got, checks = kev.reconstruction_rows(scores, S)
+    rec = _committed("kong_reconstruction", got, len(S.seeds))
+    assert all(c.met for c in checks) and all(got[k].unmet == rec[k].unmet == "" for k in got)
+    assert max(max(c.ratios) for c in checks) < 0.95
+
+
+def test_representations_page_reproduces_its_committed_claims_record():
+    S = profiles.settings("kong_representations", "cpu")
+    rows = pd.concat([_load("kong_representations", f"encoders_s{s}")["rows"] for s in S.seeds], ignore_index=True)
+    got, check = kev.representation_rows(rows, S)
+    _committed("kong_representations", got, len(S.seeds))
+    # the committed record's text named every failing seed (0: +4.9 points, 1: -3.2); the LearnedCheck names the worst
+    assert check.gains == pytest.approx((0.049, -0.032, 0.11), abs=1e-6)
+    assert all(e.unmet == check.unmet for e in got.values()) and "seed 1: 14.1 % vs 17.3 %" in check.unmet
