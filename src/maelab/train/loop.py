@@ -61,7 +61,18 @@ def _data_tensors(data, name: str, device: torch.device, need_labels: bool):
         raise ParameterError(
             f"{name}.labels", "present when the online probe / classifier is on (or set online_probe=False)", None
         )
-    return images.to(device, torch.float32), labels
+    images = images.to(device, torch.float32)
+    # one sum per image (no full-size mask): NaN or inf pixels make it non-finite. Checked here because such data
+    # would otherwise surface as a non-finite loss at the first step, with advice about the learning rate
+    bad = ~torch.isfinite(images.sum(dim=(1, 2, 3), dtype=torch.float64))
+    if bool(bad.any()):
+        raise ParameterError(
+            f"{name}.images",
+            "finite pixel values (the input data holds NaN or inf: fix the data, not the learning rate)",
+            f"{int(bad.sum())} of {images.shape[0]} images with non-finite pixels, the first at index "
+            f"{int(bad.nonzero()[0, 0])}",
+        )
+    return images, labels
 
 
 def _num_classes(data, labels: torch.Tensor) -> int:
