@@ -1241,7 +1241,7 @@ def run(
 def check_environment() -> None:
     """Read every on/off variable the notebook kernels inherit (``MAELAB_DRY_RUN``, ``MAELAB_NO_COMPUTE``,
     ``MAELAB_ALLOW_CPU``, ``MAELAB_PROGRESS``) strictly, so that a bad value fails in one line before the first
-    notebook runs, not inside one (:func:`maelab._util.env_flag`)."""
+    notebook runs, not inside one (``maelab._util.env_flag``)."""
     dry_run_limits()
     store.no_compute_mode()
     env_flag(ALLOW_CPU_ENV)
@@ -1485,7 +1485,7 @@ def _notebook_inputs(name: str, executed: Path, root: Path) -> list[Path]:
     settings module (``maelab/papers/<paper>/settings.py``) and the results it read -- the files of the profile it
     ran with in its own folder of the results root it ran with (both recorded by :func:`run_notebook`; else the
     profile papermill injected and its default root), and for the notebooks that read every notebook's claims
-    (:data:`LAST`, the scoreboard) every claims record there."""
+    (``LAST``, the scoreboard) every claims record there."""
     import nbformat
 
     from .profiles import registry

@@ -592,7 +592,7 @@ class StoreMiss(RuntimeError):
 
 def no_compute_mode() -> str | None:
     """``$MAELAB_NO_COMPUTE`` read strictly: None (unset, ``""``, ``0``, ``false``: compute), ``"on"`` (``1``,
-    ``true``) or ``"record"``; any other value is a one-line :class:`ParameterError` naming the variable."""
+    ``true``) or ``"record"``; any other value is a one-line :class:`maelab.ParameterError` naming the variable."""
     raw = os.environ.get(NO_COMPUTE_ENV)
     if raw is not None and raw.strip().lower() == "record":
         return "record"
@@ -606,8 +606,8 @@ def check_mode_allows_writing(root: Path) -> None:
     """Refuse (one-line :class:`StoreError`) to store anything under ``root`` in a run mode whose results are not
     real ones. Called before computing and before every write (:func:`load_or_compute`, :func:`save`).
 
-    * Dry run (``$MAELAB_DRY_RUN`` on, :func:`maelab._util.dry_run_limits`): only under the dry run's scratch
-      folder (:func:`maelab._util.dry_run_dir`, where ``python -m maelab.book run --dry-run`` puts its results).
+    * Dry run (``$MAELAB_DRY_RUN`` on, ``maelab._util.dry_run_limits``): only under the dry run's scratch
+      folder (``maelab._util.dry_run_dir``, where ``python -m maelab.book run --dry-run`` puts its results).
       A dry run's capped numbers would otherwise be stored under the same record names and config hashes as the
       real results (the dry run is not part of a result's config) and be loaded by the next plain run.
     * ``$MAELAB_NO_COMPUTE=record`` (``scripts/migrate_result_keys.py``): nowhere; the mode hands stored records on
