@@ -602,21 +602,26 @@ def no_compute_mode() -> str | None:
         raise ParameterError(NO_COMPUTE_ENV, FLAG_VALUES.replace(" or ", ", ") + " or 'record'", raw) from None
 
 
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
 def check_mode_allows_writing(root: Path) -> None:
     """Refuse (one-line :class:`StoreError`) to store anything under ``root`` in a run mode whose results are not
     real ones. Called before computing and before every write (:func:`load_or_compute`, :func:`save`).
 
     * Dry run (``$MAELAB_DRY_RUN`` on, ``maelab._util.dry_run_limits``): only under the dry run's scratch
-      folder (``maelab._util.dry_run_dir``, where ``python -m maelab.book run --dry-run`` puts its results).
+      folder (``maelab._util.dry_run_dir``, where ``python -m maelab.book run --dry-run`` puts its results), and
+      never under the committed ``data/results``.
       A dry run's capped numbers would otherwise be stored under the same record names and config hashes as the
       real results (the dry run is not part of a result's config) and be loaded by the next plain run.
     * ``$MAELAB_NO_COMPUTE=record`` (``scripts/migrate_result_keys.py``): nowhere; the mode hands stored records on
       under requested keys, so nothing derived from them may be stored.
     """
     if dry_run_limits() is not None:
-        scratch = dry_run_dir().resolve()
-        target = Path(root).resolve()
-        if target != scratch and scratch not in target.parents:
+        scratch, target = dry_run_dir().resolve(), Path(root).resolve()
+        committed = (repo_root() / "data" / "results").resolve()
+        if not _within(target, scratch) or _within(target, committed):
             raise StoreError(
                 f"{DRY_RUN_ENV} is on: a dry run stores results only under its scratch folder {scratch}, not "
                 f"under {target}; use `python -m maelab.book run --dry-run`, or unset {DRY_RUN_ENV} for a real run"
