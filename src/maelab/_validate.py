@@ -87,3 +87,18 @@ def folder_path(name: str, path: Any) -> Path:
                 raise ParameterError(name, f"a folder, or a path where one can be created ({where})", str(p))
             break
     return p
+
+
+def finite_images(name: str, images: Any) -> Any:
+    """``images`` (a float tensor (N, ...)) when every pixel is finite, else a one-line :class:`ParameterError`
+    naming ``name``, how many images hold NaN or inf and the first of them. One sum per image (no full-size mask):
+    a NaN or inf pixel makes its image's sum non-finite. Returns ``images``."""
+    bad = ~images.flatten(1).sum(1).isfinite()
+    if bool(bad.any()):
+        raise ParameterError(
+            name,
+            "finite pixel values (the input data holds NaN or inf: fix the data, not the learning rate)",
+            f"{int(bad.sum())} of {images.shape[0]} images with non-finite pixels, the first at index "
+            f"{int(bad.nonzero()[0, 0])}",
+        )
+    return images

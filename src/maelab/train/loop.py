@@ -30,7 +30,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .._util import dry_run_limits
-from .._validate import ParameterError
+from .._validate import ParameterError, finite_images
 from .augment import random_resized_crop_flip
 from .checkpoint import _save
 from .config import TrainConfig
@@ -61,18 +61,9 @@ def _data_tensors(data, name: str, device: torch.device, need_labels: bool):
         raise ParameterError(
             f"{name}.labels", "present when the online probe / classifier is on (or set online_probe=False)", None
         )
-    images = images.to(device, torch.float32)
-    # one sum per image (no full-size mask): NaN or inf pixels make it non-finite. Checked here because such data
-    # would otherwise surface as a non-finite loss at the first step, with advice about the learning rate
-    bad = ~torch.isfinite(images.sum(dim=(1, 2, 3), dtype=torch.float64))
-    if bool(bad.any()):
-        raise ParameterError(
-            f"{name}.images",
-            "finite pixel values (the input data holds NaN or inf: fix the data, not the learning rate)",
-            f"{int(bad.sum())} of {images.shape[0]} images with non-finite pixels, the first at index "
-            f"{int(bad.nonzero()[0, 0])}",
-        )
-    return images, labels
+    # checked here because such data would otherwise surface as a non-finite loss at the first step, with advice
+    # about the learning rate
+    return finite_images(f"{name}.images", images.to(device, torch.float32)), labels
 
 
 def _num_classes(data, labels: torch.Tensor) -> int:
