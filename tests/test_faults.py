@@ -390,3 +390,303 @@ def test_build_refuses_an_executed_notebook_showing_a_traceback(tmp_path):
     nbformat.write(nb, out / "demo.ipynb")
     with pytest.raises(book.NotebookFailed, match="demo \\(cell 0 shows ZeroDivisionError\\)"):
         book.stage(out, tmp_path / "stage", root=root)
+
+
+# ----------------------------------------------------------------------------------------------- run modes (issue 24)
+def _count_calls():
+    calls = []
+
+    def fn():
+        calls.append(1)
+        return {"v": 1.0}
+
+    return fn, calls
+
+
+def test_a_dry_run_never_stores_outside_its_scratch_folder(tmp_path, monkeypatch):
+    """A dry run's capped numbers are not part of a result's key: stored under a real root they would be loaded by
+    the next plain run as real results. The store refuses, before computing; inside the scratch folder it works."""
+    monkeypatch.setenv("MAELAB_DRY_RUN", "1")
+    monkeypatch.setenv("MAELAB_DRY_RUN_DIR", str(tmp_path / "scratch"))
+    fn, calls = _count_calls()
+    for write in (
+        lambda: store.load_or_compute("r", {"n": 1}, fn, notebook="nb", profile="cpu", root=tmp_path / "results"),
+        lambda: store.save("r", {"n": 1}, {"v": 1.0}, notebook="nb", profile="cpu", root=tmp_path / "results"),
+    ):
+        with pytest.raises(store.StoreError) as e:
+            write()
+        msg = str(e.value)
+        assert "\n" not in msg and "MAELAB_DRY_RUN" in msg and "--dry-run" in msg
+    assert not calls and not (tmp_path / "results").exists()
+    r = store.load_or_compute("r", {"n": 1}, fn, notebook="nb", profile="cpu", root=tmp_path / "scratch" / "results")
+    assert r["v"] == 1.0 and calls == [1]
+
+
+def test_a_plain_book_run_refuses_a_dry_run_exported_by_hand(monkeypatch, capsys):
+    """``MAELAB_DRY_RUN=1`` exported by hand, then ``python -m maelab.book run``: one line, nothing executed (a dry run
+    is ``--dry-run``, which keeps its results in a temp folder); the committed results are untouched."""
+    committed = ROOT / "data" / "results"
+    before = {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")}
+    ran = []
+    monkeypatch.setattr(book, "run_notebook", lambda name, *a, **k: ran.append(name))
+    monkeypatch.setenv("MAELAB_DRY_RUN", "1")
+    assert book.main(["run", "--only", "masking"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: MAELAB_DRY_RUN must be unset") and "--dry-run" in err and "\n" not in err
+    assert not ran
+    assert {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")} == before
+
+
+@pytest.mark.parametrize("var", ["MAELAB_DRY_RUN", "MAELAB_NO_COMPUTE", "MAELAB_ALLOW_CPU", "MAELAB_PROGRESS"])
+def test_on_off_variables_parse_strictly(var, monkeypatch, tmp_path):
+    """``false`` means off, ``TRUE`` on; a value that is neither fails in one line naming the variable, before the
+    first notebook runs."""
+    import torch
+
+    from maelab._util import dry_run_limits, progress_enabled
+
+    monkeypatch.setattr(book, "run_notebook", lambda name, *a, **k: name)
+    monkeypatch.setattr(book, "predicted_minutes", lambda profile, notebooks=None, calibration=None: {})
+
+    def cpu_allowed():  # what the flag does: let the gpu profile run on a machine without CUDA
+        try:
+            return book.run("gpu", ["masking"], tmp_path) == ["masking"]
+        except book.GpuUnavailable:
+            return False
+
+    readers = {
+        "MAELAB_DRY_RUN": lambda: dry_run_limits() is not None,
+        "MAELAB_NO_COMPUTE": lambda: store.no_compute_mode() == "on",
+        "MAELAB_ALLOW_CPU": cpu_allowed,
+        "MAELAB_PROGRESS": lambda: progress_enabled(),
+    }
+    if var == "MAELAB_ALLOW_CPU" and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    for value, on in (("false", False), ("0", False), ("False", False), ("1", True), ("TRUE", True)):
+        monkeypatch.setenv(var, value)
+        assert readers[var]() is on, (var, value)
+    for bad in ("yes", "2", "off"):
+        monkeypatch.setenv(var, bad)
+        with pytest.raises(book.ParameterError) as e:
+            book.check_environment()
+        assert str(e.value).startswith(f"{var} must be ") and "'false'" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_no_compute_false_computes(tmp_path, monkeypatch):
+    monkeypatch.setenv(store.NO_COMPUTE_ENV, "false")
+    fn, calls = _count_calls()
+    r = store.load_or_compute("r", {"n": 1}, fn, notebook="nb", profile="cpu", root=tmp_path)
+    assert r["v"] == 1.0 and calls == [1]
+    monkeypatch.setenv(store.NO_COMPUTE_ENV, "1")
+    with pytest.raises(store.StoreMiss):
+        store.load_or_compute("r", {"n": 2}, fn, notebook="nb", profile="cpu", root=tmp_path)
+    assert calls == [1]
+
+
+# ----------------------------------------------------------------------------------------------- checkpoints (issue 24)
+def _micro(name="mae", seed=0, **over):
+    from maelab import models
+
+    return models.create(name, "micro", img_size=8, in_chans=1, seed=seed, **over)
+
+
+@pytest.mark.parametrize(
+    "name, over, keys",
+    [
+        ("umae", {}, ["model.lambda_unif", "model.name"]),
+        ("mae", {"mask_ratio": 0.5}, ["model.mask_ratio"]),
+        ("mae", {"norm_pix_loss": False}, ["model.norm_pix_loss"]),
+    ],
+)
+def test_a_checkpoint_never_resumes_into_another_model(tmp_path, monkeypatch, name, over, keys):
+    from test_train import cfg, toy
+
+    from maelab import ParameterError, train
+
+    monkeypatch.setenv("MAELAB_PROGRESS", "0")
+    ck = tmp_path / "ck"
+    train.train(_micro(), toy(), cfg(epochs=1), checkpoint_dir=ck, device="cpu")
+    with pytest.raises(ParameterError) as e:
+        train.train(_micro(name, **over), toy(), cfg(epochs=1), checkpoint_dir=ck, device="cpu")
+    msg = str(e.value)
+    assert "\n" not in msg and e.value.name == "model" and str(ck / "last.pt") in msg and "resume=False" in msg
+    assert [k for k in keys if k not in msg] == []
+    # the same model resumes (a finished run returns at once); another init seed is the same model
+    assert train.train(_micro(seed=3), toy(), cfg(epochs=1), checkpoint_dir=ck, device="cpu").resumed_from == (1, 0)
+
+
+def test_a_checkpoint_without_the_model_description_is_refused_unless_its_folder_vouches(tmp_path, monkeypatch):
+    """Checkpoints written before the model description was stored: refused in one line naming the file (delete it
+    or resume=False); the book's PretrainSpec folders, whose names hash the model's spec, adopt theirs."""
+    import torch
+    from test_train import cfg, toy
+
+    from maelab import train
+    from maelab.train.checkpoint import adopt_legacy_checkpoint
+
+    monkeypatch.setenv("MAELAB_PROGRESS", "0")
+    ck = tmp_path / "ck"
+    train.train(_micro(), toy(), cfg(epochs=1), checkpoint_dir=ck, device="cpu")
+    old = torch.load(ck / "last.pt", weights_only=True)
+    old.pop("model_config", None)
+    torch.save(old, ck / "last.pt")
+    with pytest.raises(train.CheckpointError) as e:
+        train.train(_micro(), toy(), cfg(epochs=1), checkpoint_dir=ck, device="cpu")
+    msg = str(e.value)
+    assert "\n" not in msg and str(ck / "last.pt") in msg and "delete it" in msg and "resume=False" in msg
+    with pytest.raises(train.CheckpointError, match="holds a MaskedAutoencoderViT, not a TinyMAE"):
+        from test_train import tiny
+
+        adopt_legacy_checkpoint(ck, tiny())
+    assert adopt_legacy_checkpoint(ck, _micro()) and not adopt_legacy_checkpoint(ck, _micro())
+    assert train.train(_micro(), toy(), cfg(epochs=1), checkpoint_dir=ck, device="cpu").resumed_from == (1, 0)
+
+
+def test_the_train_command_refuses_to_resume_another_model_in_one_line(tmp_path, monkeypatch, capsys):
+    from maelab.train import cli
+
+    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path))
+    monkeypatch.setenv("MAELAB_PROGRESS", "0")
+    common = "--dataset mnist10k --num-train 32 --num-eval 16 --epochs 1 --warmup-epochs 0 --batch-size 16".split()
+    assert cli.main([*common, "--name", "X", "--model", "mae", "--no-progress"]) == 0
+    capsys.readouterr()
+    rc = cli.main([*common, "--name", "X", "--model", "umae", "--set", "lambda_unif=0.1", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("error: model must be ") and "model.lambda_unif=0.0" in err and "--no-resume" in err
+
+
+def test_checkpoint_cache_folder_names_are_unchanged():
+    """The book's checkpoint folders (PretrainSpec.key) key cached training runs: the model description stored in
+    checkpoints does not change them."""
+    from maelab.experiments import PretrainSpec
+
+    assert PretrainSpec().key == "mae-micro-shapes-s0-e3f346edae46"
+    spec = PretrainSpec(
+        model="umae",
+        dataset="mnist10k",
+        channels=1,
+        model_overrides=(("lambda_unif", 0.1),),
+        mask_ratio=0.5,
+        snapshot_epochs=(0, 5),
+    )
+    assert spec.key == "umae-micro-mnist10k-s0-afcc19143747"
+
+
+# ----------------------------------------------------------------------------------------------- stale pages (issue 24)
+def test_build_refuses_an_executed_notebook_older_than_what_it_was_computed_from(tmp_path):
+    import nbformat
+
+    root, out = _demo_root(tmp_path), tmp_path / "executed"
+    out.mkdir()
+    results = tmp_path / "results"
+    (results / "demo").mkdir(parents=True)
+    record = results / "demo" / "r.smoke.json"
+    record.write_text("{}\n")
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("print('fine')")],
+        metadata={"maelab": {"profile": "smoke", "results_root": str(results)}},
+    )
+    executed = out / "demo.ipynb"
+    nbformat.write(nb, executed)
+    t = time.time()
+    source = root / "notebooks" / "demo.md"
+    for p, age in ((source, 100), (record, 100), (executed, 50)):
+        os.utime(p, (t - age, t - age))
+    assert (book.stage(out, tmp_path / "stage", root=root) / "notebooks" / "demo.ipynb").exists()  # fresh: builds
+    for newer, shown in ((source, "notebooks/demo.md"), (record, str(record))):
+        os.utime(newer, (t, t))
+        with pytest.raises(book.NotebookFailed) as e:
+            book.stage(out, tmp_path / "stage", root=root)
+        msg = str(e.value)
+        assert "\n" not in msg and msg.startswith("refusing to build stale pages: demo (") and shown in msg
+        assert "--only demo" in msg
+        os.utime(newer, (t - 100, t - 100))
+    # a notebook's settings module counts too
+    inputs = book._notebook_inputs("masking", executed, ROOT)
+    assert ROOT / "notebooks" / "masking.md" in inputs
+    assert any(p.name == "settings.py" and p.parent.name == "bisulco2025" for p in inputs)
+
+
+# ----------------------------------------------------------------------------------------------- messages (issue 24)
+def _one_line(err: Exception, *names: str) -> str:
+    msg = str(err)
+    assert "\n" not in msg, msg
+    for n in names:
+        assert n in msg, (n, msg)
+    return msg
+
+
+def test_a_huge_seed_is_refused_in_one_line():
+    from maelab import ParameterError, profiles
+
+    with pytest.raises(ParameterError) as e:
+        profiles.validate_core({"seed": 2**70})
+    assert _one_line(e.value, "seed").startswith("seed must be an integer >= 0 and <= 4294967295")
+    profiles.validate_core({"seed": 2**32 - 1})
+
+
+def test_book_out_naming_a_file_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(book, "run_notebook", lambda name, *a, **k: ran.append(name))
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for out in (afile, afile / "sub"):
+        assert book.main(["run", "--only", "masking", "--out", str(out)]) == 1
+        err = capsys.readouterr().err.strip()
+        _one_line(err, "--out", "is a file", str(afile))
+    assert not ran
+
+
+def test_an_unbounded_range_is_written_open():
+    import math
+
+    from maelab import ParameterError
+    from maelab.train import TrainConfig
+
+    with pytest.raises(ParameterError) as e:
+        TrainConfig(lr=math.inf)
+    assert _one_line(e.value, "lr") == "lr must be a number in (0.0, inf); got inf"
+
+
+def test_a_wrong_shape_checkpoint_names_the_shapes_in_one_line(tmp_path, monkeypatch):
+    from test_train import cfg, tiny, toy
+
+    from maelab import train
+
+    monkeypatch.setenv("MAELAB_PROGRESS", "0")
+    ck = tmp_path / "ck"
+    train.train(tiny(), toy(), cfg(epochs=1), checkpoint_dir=ck, device="cpu")
+    other = tiny(embed_dim=16)
+    other.embed_dim = 8  # describes itself as the stored model: only the weights' shapes differ
+    with pytest.raises(train.CheckpointError) as e:
+        train.train(other, toy(), cfg(epochs=1), checkpoint_dir=ck, device="cpu")
+    msg = _one_line(e.value, str(ck / "last.pt"), "shape mismatches", "decoder_mix.weight (8, 8) vs model (16, 16)")
+    assert "Error(s) in loading" not in msg
+
+
+def test_fetch_with_a_data_dir_naming_a_file_or_a_garbage_archive_says_so_in_one_line(tmp_path, capsys):
+    from maelab.data.__main__ import main
+
+    afile, junk = tmp_path / "afile", tmp_path / "junk.tgz"
+    afile.write_text("")
+    junk.write_bytes(b"this is not an archive\n" * 10)
+    assert main(["fetch", "mnist", "--data-dir", str(afile), "--from", str(junk)]) == 2
+    _one_line(capsys.readouterr().err.strip(), "--data-dir", str(afile), "is a file")
+    assert main(["fetch", "mnist", "--data-dir", str(tmp_path / "d"), "--from", str(junk)]) == 2
+    err = _one_line(capsys.readouterr().err.strip(), "--from", str(junk), "train-images-idx3-ubyte")
+    assert "maelab-mnist-" not in err  # not the temp folder, removed by now
+
+
+def test_non_finite_pixels_are_named_as_bad_input_not_a_learning_rate(monkeypatch):
+    from test_train import cfg, tiny, toy
+
+    from maelab import ParameterError, train
+
+    monkeypatch.setenv("MAELAB_PROGRESS", "0")
+    data = toy()
+    data.images[5, 0, 3, 3] = float("nan")
+    with pytest.raises(ParameterError) as e:
+        train.train(tiny(), data, cfg(epochs=1), device="cpu")
+    msg = _one_line(e.value, "data.images", "NaN or inf", "index 5")
+    assert "blr" not in msg

@@ -1,5 +1,6 @@
-"""Small shared helpers: seeding, device resolution, the BLAS thread limit, progress bars, atomic file writes, and
-the dry-run switch (:func:`dry_run_limits`)."""
+"""Small shared helpers: seeding, device resolution, the BLAS thread limit, progress bars, atomic file writes, the
+strict reading of maelab's on/off environment variables (:func:`env_flag`) and the dry-run switch
+(:func:`dry_run_limits`)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,25 @@ def resolve_device(device: str = "auto"):
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ParameterError("device", "'auto' or 'cpu' on a machine without CUDA", device)
     return torch.device(device)
+
+
+FLAG_VALUES = "unset, '', '0', '1', 'false' or 'true' (any case)"
+
+
+def env_flag(name: str, default: bool = False) -> bool:
+    """An on/off environment variable of maelab (``MAELAB_DRY_RUN``, ``MAELAB_NO_COMPUTE``, ``MAELAB_ALLOW_CPU``,
+    ``MAELAB_PROGRESS``), read strictly: ``"1"`` / ``"true"`` on, ``"0"`` / ``"false"`` off (any case, surrounding
+    spaces ignored), unset or ``""`` ``default``; anything else (``"yes"``, ``"2"``, ``"off"``) is a one-line
+    :class:`ParameterError` naming the variable, never a guess."""
+    raw = os.environ.get(name)
+    v = "" if raw is None else raw.strip().lower()
+    if v == "":
+        return default
+    if v in ("1", "true"):
+        return True
+    if v in ("0", "false"):
+        return False
+    raise ParameterError(name, FLAG_VALUES, raw)
 
 
 DRY_RUN_ENV = "MAELAB_DRY_RUN"
@@ -84,14 +104,13 @@ class DryRunLimits:
 
 
 def dry_run_limits() -> DryRunLimits | None:
-    """The dry-run caps when ``$MAELAB_DRY_RUN`` is ``1`` (set by ``python -m maelab.book run --dry-run`` and
-    inherited by the notebook kernels), else None. The one switch the trainer and the evaluation loops read."""
-    v = os.environ.get(DRY_RUN_ENV, "")
-    if v in ("", "0"):
-        return None
-    if v != "1":
-        raise ParameterError(DRY_RUN_ENV, "unset, '0' or '1'", v)
-    return DryRunLimits()
+    """The dry-run caps when ``$MAELAB_DRY_RUN`` is on (``1``; set by ``python -m maelab.book run --dry-run`` and
+    inherited by the notebook kernels), else None (read by :func:`env_flag`: a value other than unset, ``0``,
+    ``1``, ``false``, ``true`` is a one-line error). The one switch the trainer and the evaluation loops read.
+
+    A dry run never stores a result outside its scratch folder (:func:`dry_run_dir`): :mod:`maelab.store` refuses,
+    so a dry run cannot leave capped results under the keys of real ones."""
+    return DryRunLimits() if env_flag(DRY_RUN_ENV) else None
 
 
 def dry_cap(n: int, what: str = "mc_samples") -> int:
@@ -143,12 +162,11 @@ def device_name(device) -> str:
 
 
 def progress_enabled(progress: bool | None = None) -> bool:
-    """Progress bars are on unless asked off, or running in CI (env CI set) or MAELAB_PROGRESS=0."""
+    """Progress bars are on unless asked off, or running in CI (env CI set) or ``MAELAB_PROGRESS=0`` (read by
+    :func:`env_flag`: ``0``/``false`` off, ``1``/``true`` on, anything else a one-line error)."""
     if progress is not None:
         return bool(progress)
-    if os.environ.get("MAELAB_PROGRESS") is not None:
-        return os.environ["MAELAB_PROGRESS"] not in ("0", "false", "False", "")
-    return not os.environ.get("CI")
+    return env_flag("MAELAB_PROGRESS", default=not os.environ.get("CI"))
 
 
 def pbar(iterable=None, *, progress: bool | None = None, **kwargs):
@@ -160,6 +178,38 @@ def pbar(iterable=None, *, progress: bool | None = None, **kwargs):
     from tqdm.std import tqdm
 
     return tqdm(iterable, disable=not progress_enabled(progress), **kwargs)
+
+
+def _preview(items: list[str], k: int) -> str:
+    return ", ".join(items[:k]) + (f", ... (+{len(items) - k})" if len(items) > k else "")
+
+
+def state_dict_mismatch(own: dict, given: dict, *, strict: bool = True, k: int = 3) -> str:
+    """ "" when the state dict ``given`` fits a module whose state dict is ``own`` (same keys unless not
+    ``strict``, same shapes), else one line saying how it does not: the number and the first ``k`` of the shape
+    mismatches (``key (given shape) vs model (own shape)``), missing and unexpected keys -- instead of torch's
+    multi-line ``Error(s) in loading state_dict``."""
+    missing = sorted(set(own) - set(given))
+    unexpected = sorted(set(given) - set(own))
+    shapes = sorted(
+        key
+        for key in set(own) & set(given)
+        if hasattr(own[key], "shape") and tuple(getattr(given[key], "shape", ())) != tuple(own[key].shape)
+    )
+    problems = []
+    if shapes:
+        problems.append(
+            f"{len(shapes)} shape mismatches: "
+            + _preview(
+                [f"{key} {tuple(getattr(given[key], 'shape', ()))} vs model {tuple(own[key].shape)}" for key in shapes],
+                k,
+            )
+        )
+    if strict and missing:
+        problems.append(f"{len(missing)} missing keys: {_preview(missing, k + 1)}")
+    if strict and unexpected:
+        problems.append(f"{len(unexpected)} unexpected keys: {_preview(unexpected, k + 1)}")
+    return "; ".join(problems)
 
 
 TMP_PREFIX = ".maelab-tmp"  # every temp file maelab writes starts with this; .gitignore ignores it

@@ -8,7 +8,9 @@ names the parameter, the allowed values and what was given, e.g.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 
@@ -41,7 +43,8 @@ def in_range(
     low_open: bool = False,
     high_open: bool = False,
 ) -> float:
-    lo_b, hi_b = ("(" if low_open else "["), (")" if high_open else "]")
+    # an unbounded side is open: +-inf is never accepted (the value must be finite)
+    lo_b, hi_b = ("(" if low_open or low is None else "["), (")" if high_open or high is None else "]")
     desc = f"a number in {lo_b}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi_b}"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
         raise ParameterError(name, desc, value)
@@ -71,3 +74,31 @@ def divides(name: str, value: int, total: int, total_name: str) -> int:
     if total % value:
         raise ParameterError(name, f"a positive divisor of {total_name}={total}", value)
     return value
+
+
+def folder_path(name: str, path: Any) -> Path:
+    """``path`` as a folder that exists or can be created: a file at ``path`` (or at a folder above it) is a one-line
+    :class:`ParameterError` naming ``name``, before anything is computed or written there. Returns the path."""
+    p = Path(os.fspath(path)).expanduser()
+    for q in (p, *p.parents):
+        if q.exists():
+            if not q.is_dir():
+                where = "it is a file" if q == p else f"{q} is a file"
+                raise ParameterError(name, f"a folder, or a path where one can be created ({where})", str(p))
+            break
+    return p
+
+
+def finite_images(name: str, images: Any) -> Any:
+    """``images`` (a float tensor (N, ...)) when every pixel is finite, else a one-line :class:`ParameterError`
+    naming ``name``, how many images hold NaN or inf and the first of them. One sum per image (no full-size mask):
+    a NaN or inf pixel makes its image's sum non-finite. Returns ``images``."""
+    bad = ~images.flatten(1).sum(1).isfinite()
+    if bool(bad.any()):
+        raise ParameterError(
+            name,
+            "finite pixel values (the input data holds NaN or inf: fix the data, not the learning rate)",
+            f"{int(bad.sum())} of {images.shape[0]} images with non-finite pixels, the first at index "
+            f"{int(bad.nonzero()[0, 0])}",
+        )
+    return images

@@ -28,7 +28,13 @@ A GPU profile without a GPU::
 ``--dry-run`` (``maelab._util.dry_run_limits``) executes the notebooks with the profile's exact models, data
 and code paths but caps every training run at a couple of optimiser steps and every evaluation at a few images;
 results and checkpoints go to a temp folder, claims are not scored. ``--profile gpu`` on a machine without CUDA is
-refused with the predicted duration on this CPU unless ``--force-cpu`` is given.
+refused with the predicted duration on this CPU unless ``--force-cpu`` is given. ``MAELAB_DRY_RUN=1`` exported by
+hand does not turn a plain ``run`` into a dry run: it is refused in one line (and the store never writes a dry
+run's results outside its temp folder).
+
+``build`` refuses failed notebooks, notebooks showing an error, and stale ones: an executed notebook older than its
+source ``notebooks/NAME.md``, its settings module or a file of the results folder it read (modification times;
+the scoreboard: every claims record), in one line naming each notebook and what is newer.
 """
 
 from __future__ import annotations
@@ -53,11 +59,12 @@ from ._util import (
     DRY_RUN_ENV,
     TMP_PREFIX,
     dry_run_limits,
+    env_flag,
     progress_enabled,
     resolve_device,
     seed_everything,
 )
-from ._validate import ParameterError, one_of
+from ._validate import ParameterError, folder_path, one_of
 from .profiles import CORE_PARAMS, PROFILE_NAMES, NotebookSettings, settings_class, validate_core
 
 LAST = ("scoreboard",)  # notebooks that read other notebooks' results run last
@@ -105,7 +112,7 @@ class Context:
             self.profile == "gpu"
             and getattr(self.device, "type", "cpu") != "cuda"
             and dry_run_limits() is None
-            and os.environ.get(ALLOW_CPU_ENV) != "1"
+            and not env_flag(ALLOW_CPU_ENV)
         ):
 
             def fn(fn=fn):  # only reached when the result must be computed (a stored one is loaded)
@@ -219,6 +226,9 @@ class Context:
                 "few images; the numbers on this page mean nothing and no claim was scored or stored.",
                 flush=True,
             )
+            return None
+        if store.no_compute_mode() == "record":  # stored records handed on under requested keys: nothing stored
+            print("[claims] MAELAB_NO_COMPUTE=record: claims evaluated, not stored", file=sys.stderr, flush=True)
             return None
         res = self._store_claims()
         _refresh_findings(self.notebook, self.profile)
@@ -1221,6 +1231,8 @@ def run_notebook(
     out_dir.mkdir(parents=True, exist_ok=True)
     nb = jupytext.read(src)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    # where this run reads and writes its results: what `build` compares the executed notebook's age against
+    nb.metadata["maelab"] = {"profile": profile, "results_root": str(store.results_root(profile).resolve())}
     out, failed = out_dir / f"{name}.ipynb", out_dir / f"{name}.failed.ipynb"
     inp = out_dir / f"{TMP_PREFIX}.{name}.{os.getpid()}.input.ipynb"
     tmp = out_dir / f"{TMP_PREFIX}.{name}.{os.getpid()}.output.ipynb"
@@ -1278,10 +1290,42 @@ def run(
 ) -> list[Path]:
     """Execute notebooks (see the module docstring). ``dry_run``: see :func:`run_dry`; ``force_cpu``: let
     ``profile="gpu"`` compute on a machine without CUDA."""
+    check_environment()
     if dry_run:
         return run_dry(profile, only, out_dir, device=device, extra=extra)
+    if dry_run_limits() is not None:
+        raise ParameterError(
+            DRY_RUN_ENV,
+            "unset (or 0) for a plain run: a dry run is `python -m maelab.book run --dry-run`, which keeps its "
+            "capped results in a temp folder",
+            os.environ.get(DRY_RUN_ENV),
+        )
+    return _run(profile, only, out_dir, recompute, device, extra, force_cpu=force_cpu)
+
+
+def check_environment() -> None:
+    """Read every on/off variable the notebook kernels inherit (``MAELAB_DRY_RUN``, ``MAELAB_NO_COMPUTE``,
+    ``MAELAB_ALLOW_CPU``, ``MAELAB_PROGRESS``) strictly, so that a bad value fails in one line before the first
+    notebook runs, not inside one (``maelab._util.env_flag``)."""
+    dry_run_limits()
+    store.no_compute_mode()
+    env_flag(ALLOW_CPU_ENV)
+    progress_enabled()
+
+
+def _run(
+    profile: str,
+    only: list[str] | None,
+    out_dir: Path | None,
+    recompute: bool,
+    device: str,
+    extra: dict | None,
+    *,
+    force_cpu: bool = False,
+) -> list[Path]:
+    """:func:`run` without the dry-run switch (a plain run, or the one inside :func:`run_dry`)."""
     root = store.repo_root()
-    out_dir = Path(out_dir) if out_dir else root / "_build" / "executed"
+    out_dir = folder_path("out_dir (--out)", out_dir) if out_dir else root / "_build" / "executed"
     if profile != "auto" and profile not in PROFILE_NAMES:
         raise ParameterError("profile", "one of 'auto', " + ", ".join(repr(p) for p in PROFILE_NAMES), profile)
     if force_cpu:
@@ -1289,7 +1333,7 @@ def run(
     elif (
         profile == "gpu"
         and dry_run_limits() is None
-        and os.environ.get(ALLOW_CPU_ENV) != "1"
+        and not env_flag(ALLOW_CPU_ENV)
         and resolve_device(device).type != "cuda"
     ):
         raise GpuUnavailable(gpu_on_cpu_message(only or [n for n in notebooks_in_order(root) if n not in LAST]))
@@ -1333,12 +1377,13 @@ def run_dry(
     """
     import tempfile
 
+    check_environment()
     scratch = Path(tempfile.mkdtemp(prefix="maelab-dry-run-"))
     saved = {k: os.environ.get(k) for k in (DRY_RUN_ENV, DRY_RUN_DIR_ENV, "MAELAB_RESULTS_DIR")}
     os.environ.update({DRY_RUN_ENV: "1", DRY_RUN_DIR_ENV: str(scratch), "MAELAB_RESULTS_DIR": str(scratch / "results")})
     ok = False
     try:
-        outs = run(profile, only, Path(out_dir) if out_dir else scratch / "executed", device=device, extra=extra)
+        outs = _run(profile, only, Path(out_dir) if out_dir else scratch / "executed", False, device, extra)
         ok = True
         return outs
     finally:
@@ -1467,7 +1512,7 @@ def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
     stage_plan_tables(root / "data" / "results", stage_dir / "book" / "_plan")
     nbdir = stage_dir / "notebooks"
     nbdir.mkdir()
-    missing, failed = [], []
+    missing, failed, stale = [], [], []
     for name in notebooks_in_order(root):
         p = Path(executed) / f"{name}.ipynb"
         if (Path(executed) / f"{name}.failed.ipynb").exists():
@@ -1478,6 +1523,9 @@ def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
             err = _error_output(p)
             if err:
                 failed.append(f"{name} ({err})")
+            newer = _newer_inputs(name, p, root)
+            if newer:
+                stale.append((name, newer))
             _hide_injected_parameters(p, nbdir / p.name)
     if failed:
         raise NotebookFailed(
@@ -1485,9 +1533,79 @@ def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
             + "; ".join(failed)
             + " (fix them and run `python -m maelab.book run --only NAME`)"
         )
+    if stale:
+        names = " ".join(n for n, _ in stale)
+        raise NotebookFailed(
+            "refusing to build stale pages: "
+            + "; ".join(f"{n} ({what} newer than its executed notebook)" for n, what in stale)
+            + f" (re-run them: `python -m maelab.book run --only {names}`)"
+        )
     if missing:
         raise NotebookFailed("not executed yet: " + ", ".join(missing) + " (run `python -m maelab.book run` first)")
     return stage_dir
+
+
+def _notebook_inputs(name: str, executed: Path, root: Path) -> list[Path]:
+    """What the executed notebook ``executed`` of ``name`` was computed from: its source ``notebooks/NAME.md``, its
+    settings module (``maelab/papers/<paper>/settings.py``) and the results it read -- the files of the profile it
+    ran with in its own folder of the results root it ran with (both recorded by :func:`run_notebook`; else the
+    profile papermill injected and its default root), and for the notebooks that read every notebook's claims
+    (``LAST``, the scoreboard) every claims record there."""
+    import nbformat
+
+    from .profiles import registry
+
+    files = [root / "notebooks" / f"{name}.md"]
+    klass = registry().get(name)
+    module = sys.modules.get(klass.__module__) if klass is not None else None
+    if module is not None and getattr(module, "__file__", None):
+        files.append(Path(module.__file__))
+    try:
+        meta = nbformat.read(executed, as_version=4).metadata
+    except Exception:  # noqa: BLE001 - an unreadable notebook is reported by _error_output
+        return files
+    recorded = (meta.get("maelab") or {}).get("results_root")
+    profile = (meta.get("maelab") or {}).get("profile") or (meta.get("papermill") or {}).get("parameters", {}).get(
+        "profile"
+    )
+    if recorded:
+        results = Path(recorded)
+    elif profile in PROFILE_NAMES:
+        results = store.results_root(profile)
+    else:
+        return files
+    own = results / name
+    if own.is_dir():  # its records and side files of the profile it ran with (<result>.<profile>.*)
+        files += [
+            f
+            for f in own.iterdir()
+            if not f.name.startswith(".") and f.name.split(".")[1:2] == [profile] and f.is_file()
+        ]
+    if name in LAST and results.is_dir():
+        files += [f for f in results.glob("*/claims.*.json") if f.is_file()]
+    return files
+
+
+def _newer_inputs(name: str, executed: Path, root: Path) -> str:
+    """ "" when the executed notebook is at least as new as everything it was computed from
+    (:func:`_notebook_inputs`, by modification time), else the newest of those files (and how many more are
+    newer), for :func:`stage`'s one-line refusal."""
+    t = executed.stat().st_mtime_ns
+    newer = sorted(
+        (f for f in _notebook_inputs(name, executed, root) if f.exists() and f.stat().st_mtime_ns > t),
+        key=lambda f: f.stat().st_mtime_ns,
+        reverse=True,
+    )
+    if not newer:
+        return ""
+
+    def show(f: Path) -> str:
+        try:
+            return str(f.resolve().relative_to(root.resolve()))
+        except ValueError:
+            return str(f)
+
+    return show(newer[0]) + (f" and {len(newer) - 1} more" if len(newer) > 1 else "")
 
 
 def _error_output(path: Path) -> str:
@@ -1527,8 +1645,8 @@ def _hide_injected_parameters(src: Path, dst: Path) -> None:
 def build(executed: Path | None = None, out: Path | None = None, strict: bool = False) -> Path:
     """Build the HTML book from executed notebooks (execution off); returns the html folder."""
     root = store.repo_root()
-    executed = Path(executed) if executed else root / "_build" / "executed"
-    out = Path(out) if out else root
+    executed = folder_path("executed (--executed)", executed) if executed else root / "_build" / "executed"
+    out = folder_path("out (--out)", out) if out else root
     src = stage(executed, out / "_build" / "src", root)
     jb = Path(sys.executable).parent / "jupyter-book"
     cmd = [

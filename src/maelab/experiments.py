@@ -34,6 +34,7 @@ from . import data as data_mod
 from . import evaluate, metrics, models, train
 from ._util import dry_run_limits, resolve_device
 from ._validate import ParameterError, one_of, positive_int
+from .train.checkpoint import adopt_legacy_checkpoint
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,12 +211,16 @@ def pretrain(
         snapshot_epochs=tuple(spec.snapshot_epochs),
         online_probe=tr.labels is not None,
     )
+    ckdir = train.default_checkpoint_dir(spec.key)
+    # the folder's name (spec.key) hashes every field that builds the model, so it vouches for a checkpoint written
+    # before checkpoints recorded the model's description: that one is given it instead of being refused
+    adopt_legacy_checkpoint(ckdir, model)
     res = train.train(
         model,
         tr,
         cfg,
         eval_data=te if te.labels is not None else None,
-        checkpoint_dir=train.default_checkpoint_dir(spec.key),
+        checkpoint_dir=ckdir,
         device=str(dev),
         progress=progress,
         callbacks=callbacks,

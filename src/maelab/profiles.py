@@ -452,9 +452,18 @@ def _progress(name: str, v: Any) -> bool | None:
     return v
 
 
+MAX_SEED = 2**32 - 1  # numpy's legacy seeding and scikit-learn take 32-bit seeds (torch 64-bit)
+
+
+def _seed(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_SEED:
+        raise ParameterError(name, f"an integer >= 0 and <= {MAX_SEED} (2**32 - 1)", v)
+    return v
+
+
 CORE_RULES: dict[str, Check] = {
     "profile": lambda n, v: one_of(n, v, PROFILE_NAMES),
-    "seed": lambda n, v: positive_int(n, v, minimum=0),
+    "seed": _seed,
     "device": _device,
     "recompute": _is_bool,
     "progress": _progress,

@@ -30,6 +30,9 @@ Guarantees (tested in ``tests/test_store.py`` and ``tests/test_faults.py``):
 * **Fail before computing.** When a result must be computed, the results folder is checked first (creatable,
   writable, lockable, some free space): a problem is a one-line :class:`StoreError`, not an ``OSError`` after
   hours of work. Reading needs no write permission: a render-only run works on a read-only results folder.
+* **Run modes never leak into results.** A dry run (``$MAELAB_DRY_RUN``) stores only under its scratch folder and
+  ``$MAELAB_NO_COMPUTE=record`` stores nothing (:func:`check_mode_allows_writing`, one-line :class:`StoreError`
+  before computing); the on/off variables parse strictly (``0``/``1``/``false``/``true``, else a one-line error).
 * **Formats.** Records written before the value checksum (schema 1) are not trusted by the loader (a record
   stripped down to schema 1 would otherwise skip the check): loading one raises :class:`OldSchemaError` naming
   ``python -m maelab.store migrate ROOT``, which verifies their side files and adds the checksum (in place,
@@ -64,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from ._util import TMP_PREFIX, _owner, atomic_path
+from ._util import DRY_RUN_ENV, FLAG_VALUES, TMP_PREFIX, _owner, atomic_path, dry_run_dir, dry_run_limits, env_flag
 from ._validate import ParameterError, one_of
 
 PROFILE_ORDER = ("gpu", "cpu", "smoke")  # best first: the book shows the best profile that has results
@@ -550,6 +553,7 @@ def save(
     json_path = record_path(root, notebook, name, profile)
     plain, frames, arrays = _split(data)
     prov = _provenance(notebook, name, profile, config, seeds, device, wall_time_s)
+    check_mode_allows_writing(root)
     check_writable(json_path.parent)
     with lock(json_path.parent, f"{name}.{profile}"):
         got = _publish(json_path, plain, frames, arrays, prov)
@@ -586,14 +590,57 @@ class StoreMiss(RuntimeError):
     """No stored result matches the request and ``$MAELAB_NO_COMPUTE`` forbids computing it."""
 
 
+def no_compute_mode() -> str | None:
+    """``$MAELAB_NO_COMPUTE`` read strictly: None (unset, ``""``, ``0``, ``false``: compute), ``"on"`` (``1``,
+    ``true``) or ``"record"``; any other value is a one-line :class:`maelab.ParameterError` naming the variable."""
+    raw = os.environ.get(NO_COMPUTE_ENV)
+    if raw is not None and raw.strip().lower() == "record":
+        return "record"
+    try:
+        return "on" if env_flag(NO_COMPUTE_ENV) else None
+    except ParameterError:
+        raise ParameterError(NO_COMPUTE_ENV, FLAG_VALUES.replace(" or ", ", ") + " or 'record'", raw) from None
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_mode_allows_writing(root: Path) -> None:
+    """Refuse (one-line :class:`StoreError`) to store anything under ``root`` in a run mode whose results are not
+    real ones. Called before computing and before every write (:func:`load_or_compute`, :func:`save`).
+
+    * Dry run (``$MAELAB_DRY_RUN`` on, ``maelab._util.dry_run_limits``): only under the dry run's scratch
+      folder (``maelab._util.dry_run_dir``, where ``python -m maelab.book run --dry-run`` puts its results), and
+      never under the committed ``data/results``.
+      A dry run's capped numbers would otherwise be stored under the same record names and config hashes as the
+      real results (the dry run is not part of a result's config) and be loaded by the next plain run.
+    * ``$MAELAB_NO_COMPUTE=record`` (``scripts/migrate_result_keys.py``): nowhere; the mode hands stored records on
+      under requested keys, so nothing derived from them may be stored.
+    """
+    if dry_run_limits() is not None:
+        scratch, target = dry_run_dir().resolve(), Path(root).resolve()
+        committed = (repo_root() / "data" / "results").resolve()
+        if not _within(target, scratch) or _within(target, committed):
+            raise StoreError(
+                f"{DRY_RUN_ENV} is on: a dry run stores results only under its scratch folder {scratch}, not "
+                f"under {target}; use `python -m maelab.book run --dry-run`, or unset {DRY_RUN_ENV} for a real run"
+            )
+    if no_compute_mode() == "record":
+        raise StoreError(
+            f"{NO_COMPUTE_ENV}=record stores nothing (stored records are only handed on under the requested keys); "
+            f"unset {NO_COMPUTE_ENV} to store results under {root}"
+        )
+
+
 def _no_compute(name: str, config: dict, h: str, notebook: str, profile: str, json_path: Path) -> Result | None:
-    """Called just before computing. ``$MAELAB_NO_COMPUTE`` unset (or ``0``): None (compute). ``1``: raise a
-    one-line :class:`StoreMiss`. ``record`` (used only by ``scripts/migrate_result_keys.py``): append the request
+    """Called just before computing. ``$MAELAB_NO_COMPUTE`` off (:func:`no_compute_mode`): None (compute). On: raise
+    a one-line :class:`StoreMiss`. ``record`` (used only by ``scripts/migrate_result_keys.py``): append the request
     to ``$MAELAB_NO_COMPUTE_LOG`` (JSON lines) and return the stored record as if stored under the requested key,
     so that one run lists every result whose key changed (and results keyed by their sources' hashes see the new
     ones)."""
-    mode = os.environ.get(NO_COMPUTE_ENV, "")
-    if mode in ("", "0") or name in NO_COMPUTE_EXEMPT:
+    mode = no_compute_mode()
+    if mode is None or name in NO_COMPUTE_EXEMPT:
         return None
     try:
         got = _read(json_path) if json_path.exists() else None
@@ -694,6 +741,7 @@ def load_or_compute(
         return hit
     from .data.packaged import datasets_used
 
+    check_mode_allows_writing(root)
     check_writable(json_path.parent)
     with lock(json_path.parent, f"{name}.{profile}", say):
         if not recompute:  # another process may have stored it while we waited for the lock

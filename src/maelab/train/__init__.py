@@ -38,8 +38,12 @@ What it does, following the official MAE recipe (facebookresearch/mae ``main_pre
   run); an empty, truncated, corrupt or unsafe file raises :class:`CheckpointError`, one line naming the file and
   what to do. Resume is **exact**: on CPU a run killed (between or inside epochs, with ``checkpoint_every_iters``)
   and resumed in a fresh process ends with bit-identical weights and history (apart from timings) to an
-  uninterrupted run. Resuming checks that the stored configuration and a fingerprint of the data agree with the
-  current ones; a finished run resumes instantly (the book's cache).
+  uninterrupted run. Resuming checks that the stored model description (class, ``model.config`` and the
+  attributes that define architecture and loss: ``mask_ratio``, ``norm_pix_loss``, ``lambda_unif``, ...), the
+  stored training configuration and a fingerprint of the data agree with the current ones (a difference is one line
+  naming the differing keys, e.g. ``model.lambda_unif``); a checkpoint written before the model description was
+  stored is refused unless its folder vouches for its model (the book's cache folders,
+  :func:`~maelab.train.checkpoint.adopt_legacy_checkpoint`); a finished run resumes instantly (the book's cache).
 * **Distributed.** When ``torch.distributed`` is initialised (e.g. by ``torchrun``; ``python -m maelab.train``
   initialises it from the environment) the model and the probe head are wrapped in ``DistributedDataParallel``, each
   global batch of ``batch_size * world_size`` indices of the shared permutation is split into contiguous per-rank
@@ -55,7 +59,9 @@ What it does, following the official MAE recipe (facebookresearch/mae ``main_pre
   ranks first and gives the single-process gradient on the global batch (both tested with 2 and 4 gloo ranks).
   Before this, each rank computed the term on its own ``batch_size`` features only.
 * **Failures.** A non-finite loss raises :class:`NonFiniteLossError` naming epoch, iteration and the loss terms
-  before the optimiser step, so no NaN weights are written. Bad arguments raise :class:`maelab.ParameterError`.
+  before the optimiser step, so no NaN weights are written. Bad arguments raise :class:`maelab.ParameterError`,
+  among them training data with NaN or inf pixels (checked before the first step, so broken input is never
+  reported as a non-finite loss with advice about the learning rate).
 
 Conventions: images are float32 (N, C, H, W) in [0, 1] as delivered by :func:`maelab.data.load`; models follow the
 shared interface (``model(imgs, mask_ratio=None, generator=None) -> dict`` with ``loss``, ``loss_rec``,

@@ -11,8 +11,14 @@ accumulators and snapshots, all as tensors or plain python types.
   run. An empty, truncated, corrupt or unsafe file, or one of another format, raises
   :class:`~maelab.train.CheckpointError`, one line naming the file and what to do (delete it or pass
   ``resume=False``).
-* **Resuming** (``_resume``) checks that the stored configuration (apart from bookkeeping fields) and a
-  fingerprint of the data agree with the current ones, then restores every state. On CPU a run killed (between or
+* **Resuming** (``_resume``) checks that the stored model description (:func:`model_description`: class, its
+  ``config`` from :func:`maelab.models.create` and the attributes that define its architecture and loss, such as
+  ``mask_ratio``, ``norm_pix_loss``, ``lambda_unif``), the stored training configuration (apart from bookkeeping
+  fields) and a fingerprint of the data agree with the current ones -- a difference is one line naming the
+  differing keys -- then restores every state. A checkpoint written before checkpoints held the model description
+  is refused (:class:`CheckpointError`: delete it or pass ``resume=False``); :func:`adopt_legacy_checkpoint`
+  upgrades one whose folder name vouches for its model (the book's :class:`maelab.experiments.PretrainSpec`
+  cache folders). On CPU a run killed (between or
   inside epochs) and resumed in a fresh process ends with bit-identical weights and history (apart from timings)
   to an uninterrupted run.
 """
@@ -22,13 +28,14 @@ from __future__ import annotations
 import os
 import random
 import re
+import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .._util import atomic_path, dry_run_dir, dry_run_limits
+from .._util import atomic_path, dry_run_dir, dry_run_limits, state_dict_mismatch
 from .._validate import ParameterError
 from .config import TrainConfig
 
@@ -62,6 +69,68 @@ class CheckpointError(ParameterError):
         ValueError.__init__(
             self, f"checkpoint {path} {problem}; delete it, or pass resume=False, to train from the start"
         )
+
+
+#: attributes that define a model beyond its weights (architecture, masking and loss), read from the live model
+#: (so a change made after :func:`maelab.models.create` counts too); those a model lacks are left out
+MODEL_ATTRS = (
+    "name",
+    "img_size",
+    "patch_size",
+    "in_chans",
+    "embed_dim",
+    "depth",
+    "num_heads",
+    "mlp_ratio",
+    "decoder_embed_dim",
+    "decoder_depth",
+    "decoder_num_heads",
+    "mask_ratio",
+    "mask_unit",
+    "norm_pix_loss",
+    "lambda_unif",
+    "uniformity_feature",
+    "uniformity_double_norm",
+    "uniformity_fc_norm",
+    "uniformity_gather",
+    "patch_embed_bias",
+    "input_norm",
+    "drop_path_rate",
+    "attn_norm",
+    "skip_scale",
+)
+#: ``model.config`` keys that do not define the model of a resumed run: the seed only drew the initial weights,
+#: which the checkpoint's replace
+_NOT_MODEL = ("seed",)
+
+
+def _plain(v):
+    """``v`` as the plain python types a weights-only checkpoint holds (tuples as lists; others by repr)."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, np.generic):
+        return v.item()
+    return repr(v)
+
+
+def model_description(model: torch.nn.Module) -> dict:
+    """What defines ``model`` beyond its weights, as stored in a checkpoint (``model_config``) and compared on
+    resume: ``class`` (the class name), ``model.config`` (:func:`maelab.models.create`'s name, size and options)
+    without the init seed, and the live values of :data:`MODEL_ATTRS` the model has (e.g. ``mask_ratio``,
+    ``norm_pix_loss``, ``lambda_unif``: an MAE and a U-MAE share class and weights and differ only there)."""
+    out: dict = {"class": type(model).__name__}
+    cfg = getattr(model, "config", None)
+    if isinstance(cfg, dict):
+        out.update({str(k): _plain(v) for k, v in cfg.items() if k not in _NOT_MODEL})
+    for a in MODEL_ATTRS:
+        v = getattr(model, a, None)
+        if v is not None and not callable(v) and not isinstance(v, (torch.Tensor, torch.nn.Module)):
+            out[a] = _plain(v)
+    return out
 
 
 def _fingerprint(images: torch.Tensor) -> list[float]:
@@ -161,6 +230,35 @@ def default_checkpoint_dir(name: str) -> Path:
     return root / "checkpoints" / name
 
 
+def adopt_legacy_checkpoint(checkpoint_dir: str | os.PathLike, model: torch.nn.Module) -> bool:
+    """Give ``checkpoint_dir/last.pt``, written before checkpoints recorded the model description, the description
+    of ``model`` (in place, atomically), so that :func:`~maelab.train.train` resumes it; True when it did.
+
+    Only for a folder whose *name* vouches for the model: :func:`maelab.experiments.pretrain`'s folders are named
+    by :attr:`maelab.experiments.PretrainSpec.key`, a hash of every field that builds the model (variant, size,
+    overrides, image size, channels, seed), so a checkpoint in one was trained on that spec's model. Anywhere else
+    an old checkpoint is refused (delete it, or pass ``resume=False``). The class name stored since the first
+    format must still match; the training configuration and the data are checked on resume as for any checkpoint.
+    Nothing is done (False) when there is no checkpoint or it already holds a description.
+    """
+    path = Path(checkpoint_dir) / "last.pt"
+    if not path.is_file():
+        return False
+    ck = load_checkpoint(path)
+    if isinstance(ck.get("model_config"), dict):
+        return False
+    if ck.get("model_class") != type(model).__name__:
+        raise CheckpointError(path, f"holds a {ck.get('model_class')}, not a {type(model).__name__}")
+    ck["model_config"] = model_description(model)
+    _write(ck, path)
+    print(
+        f"[train] {path}: checkpoint of an older format given its model's description (folder {path.parent.name})",
+        file=sys.stderr,
+        flush=True,
+    )
+    return True
+
+
 def _write(state: dict, path: Path) -> None:
     """Write ``state`` to ``path`` atomically: temp file in the same folder, fsync, rename."""
     with atomic_path(path) as tmp:
@@ -188,6 +286,7 @@ def _save(run, epoch: int, iteration: int, acc) -> None:
             "world_size": rt.world,
             "config": run.cfg.to_dict(),
             "model_class": type(run.base).__name__,
+            "model_config": model_description(run.base),
             "data_fingerprint": run.fingerprint,
             "model": run.base.state_dict(),
             "optimizer": run.opt.state_dict(),
@@ -204,18 +303,36 @@ def _save(run, epoch: int, iteration: int, acc) -> None:
         torch.distributed.barrier()
 
 
+def _differences(stored: dict, current: dict, prefix: str) -> list[tuple[str, object, object]]:
+    """(prefix + key, stored value, current value) for every key whose values differ (absent: None)."""
+    return [
+        (prefix + k, stored.get(k), current.get(k))
+        for k in sorted(set(stored) | set(current))
+        if stored.get(k) != current.get(k)
+    ]
+
+
 def _check_resumable(run, ck: dict) -> None:
-    """Refuse a checkpoint written with another configuration, dataset or (mid-epoch) world size."""
+    """Refuse a checkpoint written for another model, configuration, dataset or (mid-epoch) world size."""
     cfg, path = run.cfg, run.ckpt
+    if not isinstance(ck.get("model_config"), dict):
+        raise CheckpointError(
+            path,
+            "was written before checkpoints recorded the model's configuration, so it cannot be checked against "
+            f"this {type(run.base).__name__} (it may hold another model variant, mask_ratio or loss)",
+        )
     stored = {k: v for k, v in ck["config"].items() if k not in TrainConfig._BOOKKEEPING}
     current = {k: v for k, v in cfg.to_dict().items() if k not in TrainConfig._BOOKKEEPING}
-    diff = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+    diff = _differences(ck["model_config"], model_description(run.base), "model.")
+    diff += _differences(stored, current, "config.")
     if diff:
         raise ParameterError(
-            "config",
-            f"equal to the configuration stored in {path} (differs in "
-            f"{', '.join(diff)}); use resume=False or another checkpoint_dir",
-            cfg,
+            "model" if diff[0][0].startswith("model.") else "config",
+            f"what the checkpoint {path} was written with ("
+            + ", ".join(f"{k}={a!r}" for k, a, _ in diff)
+            + "); resume with the same model and configuration, or pass resume=False (python -m maelab.train: "
+            "--no-resume) or another checkpoint folder to train from the start",
+            {k: b for k, _, b in diff},
         )
     if any(abs(a - b) > 1e-6 * max(1.0, abs(a)) for a, b in zip(ck["data_fingerprint"], run.fingerprint)):
         raise ParameterError(
@@ -231,7 +348,16 @@ def _check_resumable(run, ck: dict) -> None:
 
 
 def _load_states(run, ck: dict) -> None:
-    """Model, optimiser, probe and scaler states; a checkpoint of another model raises :class:`CheckpointError`."""
+    """Model, optimiser, probe and scaler states; a checkpoint of another model raises :class:`CheckpointError`
+    (one line: which keys are missing, unexpected or of another shape, never torch's multi-line message)."""
+    for what, module, sd in (("model", run.base, ck["model"]), ("probe", run.head, ck["probe"])):
+        mismatch = state_dict_mismatch(module.state_dict(), sd) if module is not None and isinstance(sd, dict) else ""
+        if mismatch:
+            raise CheckpointError(
+                run.ckpt,
+                f"does not fit this {what} (written for a {ck.get('model_class')}, this is a "
+                f"{type(run.base).__name__}: {mismatch})",
+            )
     try:
         run.base.load_state_dict(ck["model"])
         run.opt.load_state_dict(ck["optimizer"])

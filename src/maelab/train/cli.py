@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -85,6 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     args = build_parser().parse_args(argv)
+    try:
+        return _main(args)
+    except ParameterError as exc:  # bad input, or a checkpoint of another model / configuration: one line
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main(args: argparse.Namespace) -> int:
     started = _init_distributed_from_env(args.device)
     try:
         from .. import data as mdata

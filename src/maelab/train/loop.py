@@ -30,7 +30,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .._util import dry_run_limits
-from .._validate import ParameterError
+from .._validate import ParameterError, finite_images
 from .augment import random_resized_crop_flip
 from .checkpoint import _save
 from .config import TrainConfig
@@ -61,7 +61,9 @@ def _data_tensors(data, name: str, device: torch.device, need_labels: bool):
         raise ParameterError(
             f"{name}.labels", "present when the online probe / classifier is on (or set online_probe=False)", None
         )
-    return images.to(device, torch.float32), labels
+    # checked here because such data would otherwise surface as a non-finite loss at the first step, with advice
+    # about the learning rate
+    return finite_images(f"{name}.images", images.to(device, torch.float32)), labels
 
 
 def _num_classes(data, labels: torch.Tensor) -> int:
