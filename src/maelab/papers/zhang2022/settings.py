@@ -416,8 +416,6 @@ class ZhangAblationsSettings(NotebookSettings):
         return self.lam_paper / self.paper_processes
 
     def validate(self) -> None:
-        if self.lam_paper not in self.lams:
-            raise ParameterError("lam_paper", f"one of lams {list(self.lams)} (its runs are Table 3's)", self.lam_paper)
         if self.fine_patch_size is not None:
             divides(
                 "fine_patch_size",
@@ -429,6 +427,8 @@ class ZhangAblationsSettings(NotebookSettings):
             raise ParameterError(
                 "lams", "a list holding 0.0, 0.01 and a value >= 0.1 (the Table 3 claims compare them)", self.lams
             )
+        if self.lam_paper not in self.lams:
+            raise ParameterError("lam_paper", f"one of lams {list(self.lams)} (its runs are Table 3's)", self.lam_paper)
         if self.patch_size is not None:
             divides(
                 "patch_size",
