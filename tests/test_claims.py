@@ -576,3 +576,10 @@ def test_no_notebook_builds_evidence_or_a_precondition_itself():
     for f in sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.md")):
         hits = [n for n, line in enumerate(f.read_text().splitlines(), 1) if built.search(line)]
         assert not hits, f"{f.name}: lines {hits} build evidence or a check in the notebook"
+
+
+def test_monotone_exact_series_reads_a_rounding_difference_as_a_tie():
+    # a symmetric exact series (Zhang's residual eigenvalues): its ends agree up to rounding, which is no reversal
+    y = (3.45, 70.0, 232.0, 395.0, 395.0, 232.0, 70.0, 3.45 - 4e-15)
+    v, why = C.Monotone("decreasing").decide(C.Evidence(x=tuple(range(8)), y=y))
+    assert v == C.NOT_SUPPORTED and "end to end" not in why and why.startswith("3 of 7 steps")

@@ -567,9 +567,11 @@ class Monotone(Criterion):
         ns = ev.y_n if ev.y_n else None
         sign = 1.0 if self.direction == "increasing" else -1.0
         out = []
+        tie = 1e-9 * max(abs(v) for v in ev.y)  # an exact series: a difference of rounding size is a tie
         for i, j in [(k, k + 1) for k in range(len(ev.y) - 1)] + [(0, len(ev.y) - 1)]:
             df = math.inf if ns is None else max(min(ns[i], ns[j]) - 1, 1)
-            out.append((sign * (ev.y[j] - ev.y[i]), math.hypot(err[i], err[j]), df))
+            d, se = sign * (ev.y[j] - ev.y[i]), math.hypot(err[i], err[j])
+            out.append((0.0 if se == 0 and abs(d) <= tie else d, se, df))
         return out
 
     def p_values(self, ev: Evidence) -> tuple[float, float] | None:
