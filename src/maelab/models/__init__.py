@@ -61,6 +61,7 @@ from .mae import MaskedAutoencoderViT
 from .simmim import SimMIM
 
 __all__ = [
+    "MODEL_OPTIONS",
     "ATTN_NORMS",
     "MODELS",
     "OFFICIAL_CHOICES",
@@ -178,6 +179,10 @@ _COMMON_OPTIONS = (
     "seed",
     *LEGACY_CHOICES,
 )
+
+#: What defines a model beyond its weights: its name and every option of :func:`create` but the seed (which only
+#: draws the initial weights); a resumed checkpoint must agree on them (:mod:`maelab.train.checkpoint`).
+MODEL_OPTIONS = ("name", *(k for k in _COMMON_OPTIONS if k != "seed"), *_DECODER_KEYS)
 
 
 #: The defaults of the official-code choices are the official U-MAE / MAE code's (``OFFICIAL_CHOICES``, issue 15),

@@ -266,14 +266,9 @@ class _GatherOfficial(torch.autograd.Function):
         return _own_rows(grad, ctx.batch).contiguous()
 
 
-class _GatherExact(torch.autograd.Function):
-    """All-gather; backward sums the incoming gradients of every process (all_reduce SUM), then returns this
-    process's rows (the fix of lightly-ai/lightly issue 1528)."""
-
-    @staticmethod
-    def forward(ctx, features: torch.Tensor) -> torch.Tensor:
-        ctx.batch = features.shape[0]
-        return _all_gather_rows(features)
+class _GatherExact(_GatherOfficial):
+    """All-gather (as :class:`_GatherOfficial`); backward sums the incoming gradients of every process (all_reduce
+    SUM), then returns this process's rows (the fix of lightly-ai/lightly issue 1528)."""
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> torch.Tensor:

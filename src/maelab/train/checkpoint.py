@@ -37,6 +37,7 @@ import torch
 
 from .._util import atomic_path, dry_run_dir, dry_run_limits, state_dict_mismatch
 from .._validate import ParameterError
+from ..models import MODEL_OPTIONS
 from .config import TrainConfig
 
 CHECKPOINT_FORMAT = "maelab.train/1"
@@ -73,32 +74,7 @@ class CheckpointError(ParameterError):
 
 #: attributes that define a model beyond its weights (architecture, masking and loss), read from the live model
 #: (so a change made after :func:`maelab.models.create` counts too); those a model lacks are left out
-MODEL_ATTRS = (
-    "name",
-    "img_size",
-    "patch_size",
-    "in_chans",
-    "embed_dim",
-    "depth",
-    "num_heads",
-    "mlp_ratio",
-    "decoder_embed_dim",
-    "decoder_depth",
-    "decoder_num_heads",
-    "mask_ratio",
-    "mask_unit",
-    "norm_pix_loss",
-    "lambda_unif",
-    "uniformity_feature",
-    "uniformity_double_norm",
-    "uniformity_fc_norm",
-    "uniformity_gather",
-    "patch_embed_bias",
-    "input_norm",
-    "drop_path_rate",
-    "attn_norm",
-    "skip_scale",
-)
+MODEL_ATTRS = MODEL_OPTIONS
 #: ``model.config`` keys that do not define the model of a resumed run: the seed only drew the initial weights,
 #: which the checkpoint's replace
 _NOT_MODEL = ("seed",)
