@@ -60,7 +60,7 @@ def test_scoreboard_reads_stored_evidence(smoke_run, monkeypatch):
     tmp, _ = smoke_run
     monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp / "results"))
     board = book.collect_claims().set_index("id")
-    assert board.loc["bisulco.eq19_21_sinc", "verdict"] == "supported"
+    assert board.loc["bisulco.eq19_21_sinc", "verdict"] == "identity"  # holds by construction: shown, not support
     assert board.loc["bisulco.eq19_as_printed", "verdict"] == "not supported"
     assert board.loc["bisulco.eq19_21_sinc", "profile"] == "smoke"
 

@@ -295,8 +295,8 @@ def _pair(value: float, threshold: float) -> tuple[str, str]:
     return repr(float(value)), t
 
 
-#: The level of every test of the engine: a row's criterion decides at two-sided level ``ALPHA`` (its 95 % t
-#: interval; one-sided ``ALPHA`` / 2 in each direction), and the multiplicity policy (:data:`POLICY`) keeps the
+#: The level of every test of the engine. A row's criterion decides at two-sided level ``ALPHA`` (its 95 % t
+#: interval, one-sided ``ALPHA`` / 2 in each direction), and the multiplicity policy (:data:`POLICY`) keeps the
 #: family-wise error rate of each paper's stochastic rows at ``ALPHA``.
 ALPHA = 0.05
 
@@ -370,9 +370,11 @@ class Criterion:
         raise NotImplementedError
 
     def p_values(self, ev: Evidence) -> tuple[float, float] | None:
+        """One-sided p-values ``(p_supported, p_not_supported)`` of the test behind the decision; None without one."""
         return None
 
     def p_value(self, ev: Evidence) -> float | None:
+        """The row's two-sided p (:func:`two_sided` of :meth:`p_values`); None for a decision without a test."""
         p = self.p_values(ev)
         return None if p is None else two_sided(*p)
 
@@ -630,11 +632,11 @@ class Claim:
     unit: str = ""  # how "ours" is shown: "" as stored, "points" for accuracy fractions shown x 100 (paper's unit)
 
 
-#: Display units of our value (``Claim.unit``): name -> (factor, suffix).
+#: Display units of our value (``Claim.unit``), name -> (factor, suffix).
 UNITS = {"": (1.0, ""), "points": (100.0, " points")}
 
 
-#: What a claim row is (issue 21): how far its verdict can count as evidence for a paper.
+#: What a claim row is (issue 21), i.e. how far its verdict can count as evidence for a paper.
 KINDS = {
     "identity": "holds by construction or arithmetic whatever the data: it can fail only if the code is wrong, so it "
     "is shown as an identity and never counted as support",

@@ -386,13 +386,12 @@ def _load(notebook, name, profile="cpu"):
 
 
 def _same(got: dict, notebook: str, profile: str = "cpu") -> dict:
-    """Every claim of the page's committed record reproduced (values, samples, series within 1e-9 relative, notes and
-    unmet reasons exactly); returns the new evidence's y_n per claim."""
+    """Every claim of the page's committed record reproduced (values, samples, series and seeds per point within 1e-9
+    relative, notes and unmet reasons exactly); returns the evidence's y_n per claim."""
     rec = _load(notebook, "claims", profile)["claims"]
     assert set(got) == set(rec)
     for cid, e in got.items():
         old, new = rec[cid]["evidence"], e.to_dict()
-        new.pop("y_n", None)  # the one new field
         assert set(new) == set(old), cid
         for k, v in old.items():
             if isinstance(v, list):

@@ -180,8 +180,8 @@ _COMMON_OPTIONS = (
     *LEGACY_CHOICES,
 )
 
-#: What defines a model beyond its weights: its name and every option of :func:`create` but the seed (which only
-#: draws the initial weights); a resumed checkpoint must agree on them (:mod:`maelab.train.checkpoint`).
+#: What defines a model beyond its weights, i.e. its name and every option of :func:`create` but the seed (which
+#: only draws the initial weights); a resumed checkpoint must agree on them (:mod:`maelab.train.checkpoint`).
 MODEL_OPTIONS = ("name", *(k for k in _COMMON_OPTIONS if k != "seed"), *_DECODER_KEYS)
 
 

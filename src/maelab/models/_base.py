@@ -237,7 +237,7 @@ class MaskedImageModel(nn.Module):
 
         * ``loss``: loss_rec + lambda_unif * loss_unif (scalar); ``loss_rec``; ``loss_unif`` (0-tensor if lambda=0).
           Under torch.distributed the uniformity term is computed on the features of every process, all-gathered
-          (:func:`~maelab.models._layers.gather_features` with ``uniformity_gather``): every process gets the
+          (:func:`~maelab.models.gather_features` with ``uniformity_gather``): every process gets the
           global batch's ``loss_unif``; ``"official"`` (the default) back-propagates 1/world_size of its gradient
           after DDP's averaging, as the official U-MAE code, ``"exact"`` all of it. One process: the identity.
         * ``pred`` (N, L, p*p*C) predictions for every token, in the target's space (see :meth:`target`)

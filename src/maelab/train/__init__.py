@@ -43,7 +43,7 @@ What it does, following the official MAE recipe (facebookresearch/mae ``main_pre
   stored training configuration and a fingerprint of the data agree with the current ones (a difference is one line
   naming the differing keys, e.g. ``model.lambda_unif``); a checkpoint written before the model description was
   stored is refused unless its folder vouches for its model (the book's cache folders,
-  :func:`~maelab.train.checkpoint.adopt_legacy_checkpoint`); a finished run resumes instantly (the book's cache).
+  ``maelab.train.checkpoint.adopt_legacy_checkpoint``); a finished run resumes instantly (the book's cache).
 * **Distributed.** When ``torch.distributed`` is initialised (e.g. by ``torchrun``; ``python -m maelab.train``
   initialises it from the environment) the model and the probe head are wrapped in ``DistributedDataParallel``, each
   global batch of ``batch_size * world_size`` indices of the shared permutation is split into contiguous per-rank

@@ -11,12 +11,12 @@ accumulators and snapshots, all as tensors or plain python types.
   run. An empty, truncated, corrupt or unsafe file, or one of another format, raises
   :class:`~maelab.train.CheckpointError`, one line naming the file and what to do (delete it or pass
   ``resume=False``).
-* **Resuming** (``_resume``) checks that the stored model description (:func:`model_description`: class, its
+* **Resuming** (``_resume``) checks that the stored model description (``model_description``: class, its
   ``config`` from :func:`maelab.models.create` and the attributes that define its architecture and loss, such as
   ``mask_ratio``, ``norm_pix_loss``, ``lambda_unif``), the stored training configuration (apart from bookkeeping
   fields) and a fingerprint of the data agree with the current ones -- a difference is one line naming the
   differing keys -- then restores every state. A checkpoint written before checkpoints held the model description
-  is refused (:class:`CheckpointError`: delete it or pass ``resume=False``); :func:`adopt_legacy_checkpoint`
+  is refused (:class:`CheckpointError`: delete it or pass ``resume=False``); ``adopt_legacy_checkpoint``
   upgrades one whose folder name vouches for its model (the book's :class:`maelab.experiments.PretrainSpec`
   cache folders). On CPU a run killed (between or
   inside epochs) and resumed in a fresh process ends with bit-identical weights and history (apart from timings)

@@ -129,7 +129,7 @@ def fig22_evidence(spectra: Mapping) -> dict[str, Evidence]:
 
 # ------------------------------------------------------------------------------------------------ bisulco_linear_mae
 def lemma1_evidence(table: Any, mc_draws: int) -> Evidence:
-    """``bisulco.lemma1_monte_carlo``: the largest |z| of the Monte-Carlo loss against Lemma 1 over the (m, p) pairs
+    """``bisulco.lemma1_monte_carlo``: the largest ``|z|`` of the Monte-Carlo loss against Lemma 1 over the (m, p) pairs
     of the ``lemma1`` table (column ``z`` = (MC - Lemma 1) / MC s.e.); ``mc_draws``: the settings' draws per pair
     (for the note). A value judged without spread (``Below(4, z=0)``)."""
     _table(table, ("z",))
@@ -155,8 +155,8 @@ def theorem1_evidence(table: Any) -> dict[str, Evidence]:
 
 
 def lemma6_evidence(table: Any, p: int = 4) -> Evidence:
-    """``bisulco.lemma6_mean_variance``: the largest |z| of the Monte-Carlo loss against Lemma 6's two terms over the
-    mask ratios of the ``lemma6`` table (column ``z``); ``p``: the patch size of the page's run (for the note)."""
+    """``bisulco.lemma6_mean_variance``: the largest ``|z|`` of the Monte-Carlo loss against Lemma 6's two terms over
+    the mask ratios of the ``lemma6`` table (column ``z``); ``p``: the patch size of the page's run (for the note)."""
     _table(table, ("z",))
     return Evidence(value=float(table["z"].abs().max()), note=f"{len(table)} mask ratios, p = {p}")
 

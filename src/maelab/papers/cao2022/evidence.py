@@ -2,8 +2,9 @@
 ``cao_decoder``.
 
 The notebooks compute and store the results (:mod:`.kernels`, :mod:`.tikhonov`, :mod:`.lowrank`, :mod:`.trained`);
-this module turns them into the :class:`maelab.claims.Evidence` each claim row of :mod:`.claims` is judged on, one
-function per family of rows, so the derivation is library code with tests (``tests/papers/test_cao2022_evidence.py``)
+this module turns them into the :class:`maelab.claims.Evidence` each claim row of
+:mod:`maelab.papers.cao2022.claims` is judged on, one function per family of rows, so the derivation is library
+code with tests (``tests/papers/test_cao2022_evidence.py``)
 and the pages only call it and record the result with ``ctx.claim``.
 
 ``cao_theory`` (exact computations, no precondition):
@@ -38,7 +39,7 @@ from maelab.claims import Evidence, ReconstructionCheck
 from . import trained
 
 # ------------------------------------------------------------------------------------------------ cao_theory
-#: The rows of Theorem 5.1 (a): claim id -> the variant of ``thm51_rates`` (the page's ``VARIANTS`` keys) it reads.
+#: The rows of Theorem 5.1 (a), claim id -> the variant of ``thm51_rates`` (the page's ``VARIANTS`` keys) it reads.
 RATE_VARIANTS = {
     "cao.thm51_rate_grid_width": "grid width, softmax, smooth",
     "cao.thm51_rate_fixed_gamma": "fixed gamma, softmax, smooth",
@@ -46,7 +47,7 @@ RATE_VARIANTS = {
     "cao.thm51_normalisation_needed": "grid width, unnormalised, smooth",
 }
 
-#: Largest 2-norm condition number of the first-kind operator that the ill-posedness row reads: beyond it float64
+#: Largest 2-norm condition number of the first-kind operator that the ill-posedness row reads. Beyond it float64
 #: no longer resolves the smallest singular value (the values reach round-off near 1e16).
 FIRST_KIND_MAX_COND = 1e13
 

@@ -160,7 +160,7 @@ def effective_runs(settings, sweep_runs, sweep_config: dict, results: dict):
     ``{group: compare() result}`` of :func:`effective_groups` (the fine-patch group is not used here). The rows of
     lambda 0, ``lam_paper`` and random init at Table 3's seeds come from ``sweep_runs``; that they are the same runs
     is checked, not assumed: the stored config must hold the same base spec and the same variant configurations
-    (else :class:`ParameterError`)."""
+    (else :class:`maelab.ParameterError`)."""
     import pandas as pd
 
     S = settings

@@ -413,7 +413,7 @@ class ZhangAblationsSettings(NotebookSettings):
 
     @property
     def lam_eff(self) -> float:
-        """The weight the uniformity term had in the official code: ``lam_paper / paper_processes``."""
+        """The weight the uniformity term had in the official code, ``lam_paper / paper_processes``."""
         return self.lam_paper / self.paper_processes
 
     def validate(self) -> None:
