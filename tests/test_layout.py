@@ -31,9 +31,11 @@ GENERAL = {
     "papers",
     "plotting",
     "profiles",
+    "reconstruction",
     "spectra",
     "store",
     "train",
+    "zoo",
 }
 PAPER_PACKAGES = {"bisulco2025", "cao2022", "kong2023", "zhang2022"}
 MAX_FUNCTION_LINES = 100

@@ -5,7 +5,7 @@ import torch
 
 from maelab import models
 from maelab.masking import patchify, unpatchify
-from maelab.papers.kong2023 import reconstruction as rec
+from maelab import reconstruction as rec
 
 
 def _with_pred(model, make_pred):

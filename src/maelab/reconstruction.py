@@ -1,4 +1,5 @@
-"""Fig. 5 of Kong et al.: structural (SSIM, FSIM) and pixel (PSNR, -MSE) similarity of MAE reconstructions.
+"""How well an MAE reconstructs: structural (SSIM, FSIM) and pixel (PSNR, -MSE) similarity, and its masked-patch
+loss against two references (Kong et al.'s Fig. 5 protocol; read by :mod:`maelab.zoo` and the Kong pages).
 
 Protocol (paper Sec. 3.1): reconstruct held-out images **without masking** (the decoder sees every token) and
 compare with the originals; as a second panel, reconstruct with a random mask and score the "paste" image (visible
@@ -18,8 +19,7 @@ patches from the original, masked ones from the prediction), the quantity the MA
   predictor of every patch's own mean (0 in the norm-pix target space, a loss of (n - 1)/n for a patch of n
   values). A reconstruction score of a model that did not beat both says nothing about what it learned. The page
   applies it as a :class:`maelab.claims.ReconstructionCheck` per model
-  (:func:`maelab.papers.kong2023.evidence.reconstruction_checks`); :func:`learned_to_reconstruct` is the same rule
-  as one line of text (strict ``<`` at the boundary).
+  (:func:`maelab.papers.kong2023.evidence.reconstruction_checks`).
 """
 
 from __future__ import annotations
@@ -28,16 +28,15 @@ from typing import Any
 
 import torch
 
-from ... import metrics
-from ..._util import dry_cap
-from ..._validate import ParameterError, in_range, positive_int
+from . import metrics
+from ._util import dry_cap
+from ._validate import ParameterError, in_range, positive_int
 
 __all__ = [
     "DATA_RANGE",
     "reconstruct",
     "reconstruction_scores",
     "masked_patch_losses",
-    "learned_to_reconstruct",
     "score_model",
 ]
 
@@ -138,26 +137,6 @@ def masked_patch_losses(
         model.train(modes[0])
         reference.train(modes[1])
     return {k: v / images.shape[0] for k, v in out.items()}
-
-
-def learned_to_reconstruct(losses, margin: float) -> str:
-    """The precondition of the Fig.-5 claims: ``""`` when every model's ``loss`` is below ``(1 - margin)`` x
-    min(``reference_loss``, ``patch_mean_loss``), else a one-line reason naming the worst model.
-
-    ``losses``: ``{name: dict of masked_patch_losses}`` (one per model); ``margin`` in [0, 1).
-    """
-    in_range("margin", margin, 0.0, 1.0, high_open=True)
-    if not losses:
-        raise ParameterError("losses", "a non-empty {model name: masked_patch_losses dict}", losses)
-    ratio = {n: d["loss"] / min(d["reference_loss"], d["patch_mean_loss"]) for n, d in losses.items()}
-    worst = max(ratio, key=ratio.get)
-    if ratio[worst] < 1 - margin:
-        return ""
-    d = losses[worst]
-    return (
-        f"{worst} did not learn to reconstruct: masked-patch loss {d['loss']:.3f} vs random init "
-        f"{d['reference_loss']:.3f} and patch-mean {d['patch_mean_loss']:.3f} (a {100 * margin:g} % drop required)"
-    )
 
 
 def score_model(

@@ -1,0 +1,394 @@
+"""One learned zoo of MAEs that every page reads: mask ratio x masking unit x seed on one real dataset.
+
+Every entry is pre-trained by :func:`maelab.experiments.pretrain` with the official MAE recipe (norm-pix loss,
+:data:`maelab.models.OFFICIAL_CHOICES`) and measured once by :func:`measure_entry`; the measurements are one store
+record per entry (notebook ``zoo``, name :func:`entry_name`, e.g. ``r0p75_u1_s0``), so the zoo accumulates run by
+run and across machines, and pages read the records without the checkpoints. The grid (:func:`configs`): every
+ratio of ``mask_ratios`` at masking unit 1, and every unit of ``units`` at ``unit_ratio`` (unit 1 there is the
+ratio row's model). The masking unit is decoupled from the ViT patch, as Kong et al. do: the model masks
+``unit x unit`` token blocks (``mask_unit``).
+
+**Pairing.** All entries of one seed start from the same weights (``maelab.models.create(seed=...)`` does not
+depend on the mask ratio or unit) and see the same images in the same order (the trainer's data order depends on
+the seed only), so differences between entries of a seed are paired.
+
+**Reuse.** A unit-1 entry's spec carries no ``mask_unit`` (the model's default), so it equals the spec of any
+other page's plain MAE with the same recipe: its checkpoint (cached by
+:attr:`~maelab.experiments.PretrainSpec.key`) is loaded, never re-trained.
+
+**What each entry stores** (:func:`measure_entry`): the training history; for the [CLS] token and for the mean of
+the patch tokens, the linear-probe accuracy (``maelab.evaluate.linear_probe``, ``probe_method``), 20-NN accuracy
+and effective rank of the test features; the reconstruction scores of :func:`maelab.reconstruction.score_model`
+on the first ``n_score`` test images (SSIM, FSIM, PSNR, -MSE unmasked and of the paste image at the entry's own
+ratio and unit) and the masked-patch losses of the model, of the same architecture at random initialisation and
+of the patch-mean predictor under the same masks -- the numbers of the learning check a page applies
+(:class:`maelab.claims.ReconstructionCheck`). The random-init entry of each seed (``random_s<seed>``) and the
+raw-pixel probe (``raw_pixels``) are the baselines every probe is read against.
+
+Run the whole grid (each finished entry is a complete record; an interrupted run resumes from its checkpoint)::
+
+    python -m maelab.zoo run --profile cpu
+    python -m maelab.zoo status --profile cpu
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from . import evaluate, metrics, models, store
+from . import reconstruction as rc
+from ._util import dry_cap, resolve_device
+from ._validate import ParameterError
+from .experiments import PretrainSpec, build_model, load_data, pretrain
+from .profiles import (
+    PROFILE_NAMES,
+    NotebookSettings,
+    is_choice,
+    is_flag,
+    is_int,
+    is_list,
+    is_number,
+    is_ratio,
+    is_str,
+    notebook_settings,
+    setting,
+)
+
+__all__ = [
+    "NOTEBOOK",
+    "ZooSettings",
+    "configs",
+    "label",
+    "entry_name",
+    "spec",
+    "data",
+    "random_init",
+    "measure_entry",
+    "entry",
+    "random_entry",
+    "raw_pixel_entry",
+    "load_entries",
+    "main",
+]
+
+NOTEBOOK = "zoo"  # the store folder of the zoo's records (data/results/zoo)
+GREY = ("mnist", "fashion_mnist", "mnist10k")
+POOLS = ("cls", "mean")
+
+
+def _kept_blocks(side: int, unit: int, ratio: float) -> int:
+    return int((side // unit) ** 2 * (1 - ratio))
+
+
+def _has(ratios, r: float) -> bool:
+    return any(abs(r - m) < 1e-9 for m in ratios)
+
+
+@notebook_settings
+class ZooSettings(NotebookSettings):
+    """The shared zoo (:mod:`maelab.zoo`). Not a notebook: the pages that read it take these values.
+
+    cpu: MNIST padded to 32 px (the customary LeNet layout), the micro ViT with its patch 4 (an 8 x 8 token grid,
+    so masking units of 1, 2 and 4 tokens give 64, 16 and 4 units, Kong et al.'s geometry) and ``zhang_ablations``'
+    MNIST recipe (30,000 training images, 16 epochs, batch 256, blr 4e-3, 2 warm-up epochs), where plain MAE
+    learned (+18 points of [CLS] probe over random init at patch 7). Why MNIST: on Fashion-MNIST this model needs
+    about 2 M images before its probe clears the margin (``zhang_regime``), 4x this budget. 21 runs, about 1.5 h of
+    2 cores (measured ~2,800 images/s at ratio 0.75, ~1,700 at 0.1).
+    smoke: ``shapes`` (shipped), one epoch on 256 images, ratios 0.1 / 0.75 / 0.9, units 1 / 2, 2 seeds: the
+    pipeline only. gpu: ViT-Tiny (patch 2, 16 x 16 tokens) on all 60,000 MNIST images for 40 epochs, 3 seeds.
+    """
+
+    SMOKE = {
+        "dataset": "shapes",
+        "mask_ratios": [0.1, 0.75, 0.9],
+        "units": [1, 2],
+        "seeds": [0, 1],
+        "n_train": 256,
+        "n_test": 64,
+        "epochs": 1,
+        "batch_size": 64,
+        "warmup_epochs": 1,
+        "n_score": 32,
+    }
+    GPU = {"size": "vit_tiny", "n_train": 60000, "epochs": 40, "blr": 1.5e-3, "warmup_epochs": 4}
+
+    dataset: str = setting(
+        "mnist",
+        "dataset of every entry (mnist and fashion_mnist are fetched once: python -m maelab.data fetch NAME)",
+        is_choice("mnist", "fashion_mnist", "mnist10k", "shapes", "cifar_dogcat"),
+    )
+    img_size: int = setting(32, "image side in pixels (MNIST's 28 px are zero-padded to 32)", is_int(4))
+    size: str = setting("micro", "model size (maelab.models.SIZES; its patch size is the ViT patch)", is_str())
+    mask_ratios: tuple = setting(
+        [0.1, 0.25, 0.5, 0.75, 0.9],
+        "pre-training mask ratios at masking unit 1 (must hold unit_ratio)",
+        is_list(is_ratio(), min_len=3, increasing=True, why="the claims are trends over the ratio"),
+    )
+    units: tuple = setting(
+        [1, 2, 4],
+        "masking units in tokens (unit x unit token blocks) at unit_ratio (must start at 1)",
+        is_list(is_int(), min_len=2, increasing=True, why="the masking-unit claims are trends over units"),
+    )
+    unit_ratio: float = setting(0.75, "mask ratio of the masking-unit entries (the official default)", is_ratio())
+    seeds: tuple = setting([0, 1, 2], "pre-training seeds (>= 2 for paired claims)", is_list(is_int(0)))
+    n_train: int = setting(30000, "training images (data seed 0), also the probes' training set", is_int(2))
+    n_test: int = setting(10000, "held-out test images of the probes", is_int(2))
+    epochs: int = setting(16, "pre-training epochs", is_int())
+    batch_size: int = setting(256, "pre-training batch size", is_int())
+    blr: float = setting(4e-3, "base learning rate: peak lr = blr * batch / 256", is_number(0.0, low_open=True))
+    warmup_epochs: float = setting(2, "linear warm-up epochs", is_number(0.0))
+    probe_method: str = setting(
+        "logreg_torch",
+        "linear probe (maelab.evaluate.linear_probe): logreg (scikit-learn) | logreg_torch (L-BFGS in torch)",
+        is_choice("logreg", "logreg_torch"),
+    )
+    n_score: int = setting(
+        2000, "test images the reconstruction scores and masked-patch losses are computed on", is_int(2)
+    )
+    fsim: bool = setting(True, "compute FSIM (piq; the slowest score)", is_flag())
+
+    @property
+    def channels(self) -> int:
+        return 1 if self.dataset in GREY else 3
+
+    @property
+    def grid_side(self) -> int:
+        """The side of the token grid (image side / patch size)."""
+        return self.img_size // models.SIZES[self.size]["patch_size"]
+
+    def validate(self) -> None:
+        if self.size not in models.SIZES:
+            raise ParameterError("size", "one of " + ", ".join(models.SIZES), self.size)
+        if self.img_size % models.SIZES[self.size]["patch_size"]:
+            raise ParameterError("img_size", f"a multiple of size {self.size!r}'s patch", self.img_size)
+        if not _has(self.mask_ratios, self.unit_ratio):
+            raise ParameterError("mask_ratios", f"a list holding unit_ratio={self.unit_ratio}", self.mask_ratios)
+        if self.units[0] != 1:
+            raise ParameterError("units", "a list starting at 1 (unit 1 is the ratio row's model)", self.units)
+        g = self.grid_side
+        for u in self.units:
+            if g % u or _kept_blocks(g, u, self.unit_ratio) < 1:
+                raise ParameterError(
+                    "units", f"divisors of the token grid side {g} keeping >= 1 block at unit_ratio", self.units
+                )
+        if _kept_blocks(g, 1, max(self.mask_ratios)) < 1:
+            raise ParameterError("mask_ratios", f"ratios that keep >= 1 of the {g * g} tokens", self.mask_ratios)
+        if self.batch_size > self.n_train:
+            raise ParameterError("batch_size", f"at most n_train={self.n_train}", self.batch_size)
+
+
+def configs(S: ZooSettings) -> list[tuple[float, int]]:
+    """The zoo's (mask ratio, masking unit) pairs: every ratio at unit 1, then units > 1 at ``S.unit_ratio``."""
+    return [(float(r), 1) for r in S.mask_ratios] + [(float(S.unit_ratio), int(u)) for u in S.units if u != 1]
+
+
+def label(ratio: float, unit: int) -> str:
+    """A short name of a zoo entry, e.g. ``"r0.75 u2"``."""
+    return f"r{ratio:g} u{unit}"
+
+
+def entry_name(ratio: float, unit: int, seed: int) -> str:
+    """The store name of an entry, e.g. ``r0p75_u2_s0``."""
+    return f"r{ratio:g}_u{unit}_s{seed}".replace(".", "p")
+
+
+def spec(S: ZooSettings, ratio: float, unit: int, seed: int) -> PretrainSpec:
+    """The :class:`~maelab.experiments.PretrainSpec` of one entry (unit 1 leaves ``mask_unit`` at its default)."""
+    if (float(ratio), int(unit)) not in configs(S):
+        raise ParameterError(
+            "ratio, unit", "a pair of the zoo (" + ", ".join(map(str, configs(S))) + ")", (ratio, unit)
+        )
+    over = {**models.OFFICIAL_CHOICES, "norm_pix_loss": True}
+    if int(unit) != 1:
+        over["mask_unit"] = int(unit)
+    return PretrainSpec(
+        dataset=S.dataset,
+        n_train=S.n_train,
+        n_test=S.n_test,
+        img_size=S.img_size,
+        channels=S.channels,
+        model="mae",
+        size=S.size,
+        model_overrides=tuple(sorted(over.items())),
+        epochs=S.epochs,
+        batch_size=S.batch_size,
+        blr=S.blr,
+        warmup_epochs=S.warmup_epochs,
+        mask_ratio=float(ratio),
+        seed=int(seed),
+    )
+
+
+def data(S: ZooSettings, device="cpu"):
+    """The zoo's (train, test) data sets (identical for every entry)."""
+    return load_data(spec(S, S.unit_ratio, 1, S.seeds[0]), device, progress=False)
+
+
+def random_init(S: ZooSettings, seed: int, device="cpu", *, unit: int = 1):
+    """The zoo's architecture at random initialisation for ``seed`` (eval mode): the weights every entry of that seed
+    starts from, masking ``unit x unit`` token blocks (the unit changes the masks, not the weights)."""
+    return build_model(spec(S, S.unit_ratio, unit, seed)).to(device).eval()
+
+
+def _probes(model, tr, te, S: ZooSettings, seed: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for pool in POOLS:
+        ftr = evaluate.extract_features(model, tr.images, pool=pool, progress=False)
+        fte = evaluate.extract_features(model, te.images, pool=pool, progress=False)
+        lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=seed, blas_threads=1)
+        out[f"linear_acc_{pool}"] = float(lp.test_acc)
+        out[f"knn_acc_{pool}"] = float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels))
+        out[f"effective_rank_{pool}"] = float(metrics.effective_rank(fte))
+    return out
+
+
+def measure_entry(model, reference, tr, te, S: ZooSettings, ratio: float, seed: int) -> dict[str, float]:
+    """The measurements of one entry (see the module docstring): probes per pool, then
+    :func:`maelab.reconstruction.score_model` against ``reference`` (random init, same unit) at ``ratio``."""
+    out = _probes(model, tr, te, S, seed)
+    images = te.images[: dry_cap(S.n_score, "eval_images")].cpu()
+    out.update(rc.score_model(model.cpu(), reference.cpu(), images, ratio, seed=seed, fsim=S.fsim))
+    return out
+
+
+def _job_key(S: ZooSettings, job) -> tuple[str, dict]:
+    """(store name, config) of a job of :func:`_jobs`: what :func:`entry` & co. store and :func:`load_entries` reads."""
+    kind, seed, ratio, unit = job
+    measure = {"what": "zoo entry", **S.pick("probe_method", "n_score", "fsim")}
+    if kind == "entry":
+        return entry_name(ratio, unit, seed), {**measure, "spec": spec(S, ratio, unit, seed).to_config()}
+    base = spec(S, S.unit_ratio, 1, S.seeds[0] if seed is None else seed)
+    if kind == "random":
+        return f"random_s{seed}", {**measure, "random_init": base.init_config(), "ratio": S.unit_ratio}
+    return "raw_pixels", {"what": "raw-pixel probe", "probe_method": S.probe_method, "data": base.init_config()}
+
+
+def _store(name: str, config: dict, fn, profile: str, seed, device, recompute: bool, root=None) -> store.Result:
+    return store.load_or_compute(
+        name, config, fn, notebook=NOTEBOOK, profile=profile, seeds=seed, device=device, recompute=recompute, root=root
+    )
+
+
+def entry(
+    S: ZooSettings, ratio: float, unit: int, seed: int, profile: str, *, device="auto", recompute=False, root=None
+):
+    """The store record of one trained entry (pre-trained or loaded from its checkpoint, then measured)."""
+    s, dev = spec(S, ratio, unit, seed), resolve_device(device)
+
+    def compute() -> dict:
+        tr, te = load_data(s, dev, progress=False)
+        model, res, _, _ = pretrain(s, device=str(dev), progress=False, train_data=tr, test_data=te)
+        row = measure_entry(model.eval(), random_init(S, seed, dev, unit=unit), tr, te, S, ratio, seed)
+        return {
+            "ratio": float(ratio),
+            "unit": int(unit),
+            "seed": int(seed),
+            **row,
+            "history": list(res.history),
+            "train_seconds": float(sum(h["seconds"] for h in res.history)),
+        }
+
+    return _store(*_job_key(S, ("entry", seed, ratio, unit)), compute, profile, seed, dev, recompute, root)
+
+
+def random_entry(S: ZooSettings, seed: int, profile: str, *, device="auto", recompute=False, root=None):
+    """The store record of the random-init encoder of ``seed``, measured as the entries (masked losses at
+    ``unit_ratio``, unit 1; it is its own reference)."""
+    s, dev = spec(S, S.unit_ratio, 1, seed), resolve_device(device)
+
+    def compute() -> dict:
+        tr, te = load_data(s, dev, progress=False)
+        m = random_init(S, seed, dev)
+        return {
+            "ratio": float("nan"),
+            "unit": 1,
+            "seed": int(seed),
+            **measure_entry(m, random_init(S, seed, dev), tr, te, S, S.unit_ratio, seed),
+            "train_seconds": 0.0,
+        }
+
+    return _store(*_job_key(S, ("random", seed, None, None)), compute, profile, seed, dev, recompute, root)
+
+
+def raw_pixel_entry(S: ZooSettings, profile: str, *, device="auto", recompute=False, root=None):
+    """The store record of the linear probe and 20-NN on raw pixels (flattened images): the floor every encoder's
+    probe is read against."""
+    s, dev = spec(S, S.unit_ratio, 1, S.seeds[0]), resolve_device(device)
+
+    def compute() -> dict:
+        tr, te = load_data(s, dev, progress=False)
+        ftr, fte = tr.images.flatten(1).float().cpu(), te.images.flatten(1).float().cpu()
+        lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=0, blas_threads=1)
+        return {
+            "linear_acc": float(lp.test_acc),
+            "knn_acc": float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels)),
+        }
+
+    return _store(*_job_key(S, ("raw", None, None, None)), compute, profile, None, dev, recompute, root)
+
+
+def _jobs(S: ZooSettings):
+    for seed in S.seeds:
+        yield ("random", seed, None, None)
+        for ratio, unit in configs(S):
+            yield ("entry", seed, ratio, unit)
+    yield ("raw", None, None, None)
+
+
+def _run(job, S, profile, **kw):
+    kind, seed, ratio, unit = job
+    if kind == "entry":
+        return entry(S, ratio, unit, seed, profile, **kw)
+    return random_entry(S, seed, profile, **kw) if kind == "random" else raw_pixel_entry(S, profile, **kw)
+
+
+def load_entries(S: ZooSettings, profile: str, root=None) -> dict[str, Any]:
+    """The stored zoo as read by the pages, computing nothing that is missing: ``{"entries": DataFrame (one row per
+    trained and random-init entry, ``model`` = :func:`label` or "random init"), "raw_pixels": dict | None,
+    "missing": [names]}``. A record whose config differs from ``S``'s counts as missing."""
+    import pandas as pd
+
+    rows, missing, raw = [], [], None
+    for job in _jobs(S):
+        kind, seed, ratio, unit = job
+        name, cfg = _job_key(S, job)
+        try:
+            got = store.read(NOTEBOOK, name, profile, cfg, root=root)
+        except store.StoreMiss:
+            got = None
+        if got is None:
+            missing.append(name)
+        elif kind == "raw":
+            raw = dict(got.data)
+        else:
+            d = {k: v for k, v in got.data.items() if not isinstance(v, list)}
+            d["model"] = "random init" if kind == "random" else label(ratio, unit)
+            d["commit"] = got.provenance.get("git", {}).get("commit")
+            rows.append(d)
+    return {"entries": pd.DataFrame(rows), "raw_pixels": raw, "missing": missing}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m maelab.zoo", description="Compute or list the shared zoo.")
+    ap.add_argument("command", choices=("run", "status"))
+    ap.add_argument("--profile", choices=PROFILE_NAMES, default="cpu")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--recompute", action="store_true")
+    a = ap.parse_args(argv)
+    S = ZooSettings.for_profile(a.profile)
+    if a.command == "status":
+        got = load_entries(S, a.profile)
+        print(f"{len(got['entries'])} entries stored; missing: {', '.join(got['missing']) or 'none'}")
+        return 0
+    for job in _jobs(S):
+        t = time.time()
+        r = _run(job, S, a.profile, device=a.device, recompute=a.recompute)
+        print(f"[zoo] {r.name}: {'stored' if r.from_store else 'computed'} ({time.time() - t:.0f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
