@@ -23,7 +23,8 @@ on the first ``n_score`` test images (SSIM, FSIM, PSNR, -MSE unmasked and of the
 ratio and unit) and the masked-patch losses of the model, of the same architecture at random initialisation and
 of the patch-mean predictor under the same masks -- the numbers of the learning check a page applies
 (:class:`maelab.claims.ReconstructionCheck`). The random-init entry of each seed (``random_s<seed>``) and the
-raw-pixel probe (``raw_pixels``) are the baselines every probe is read against.
+raw-pixel probe (``raw_pixels``) are the baselines every probe is read against. The reconstructions of the first
+:data:`N_EXAMPLES` test images (unmasked, and pasted at the entry's ratio) are stored for the example figures.
 
 Run the whole grid (each finished entry is a complete record; an interrupted run resumes from its checkpoint)::
 
@@ -37,6 +38,8 @@ import argparse
 import sys
 import time
 from typing import Any
+
+import torch
 
 from . import evaluate, metrics, models, store
 from . import reconstruction as rc
@@ -77,6 +80,7 @@ __all__ = [
 NOTEBOOK = "zoo"  # the store folder of the zoo's records (data/results/zoo)
 GREY = ("mnist", "fashion_mnist", "mnist10k")
 POOLS = ("cls", "mean")
+N_EXAMPLES = 8  # test images whose reconstructions every entry stores (the pages' example figures)
 
 
 def _kept_blocks(side: int, unit: int, ratio: float) -> int:
@@ -250,7 +254,13 @@ def measure_entry(model, reference, tr, te, S: ZooSettings, ratio: float, seed: 
     :func:`maelab.reconstruction.score_model` against ``reference`` (random init, same unit) at ``ratio``."""
     out = _probes(model, tr, te, S, seed)
     images = te.images[: dry_cap(S.n_score, "eval_images")].cpu()
-    out.update(rc.score_model(model.cpu(), reference.cpu(), images, ratio, seed=seed, fsim=S.fsim))
+    model, reference = model.cpu(), reference.cpu()
+    out.update(rc.score_model(model, reference, images, ratio, seed=seed, fsim=S.fsim))
+    shown = images[:N_EXAMPLES]
+    out["examples_pred"] = rc.reconstruct(model, shown)["pred"].numpy()
+    out["examples_pasted"] = rc.reconstruct(model, shown, ratio, generator=torch.Generator().manual_seed(seed))[
+        "pasted"
+    ].numpy()
     return out
 
 
@@ -347,11 +357,12 @@ def _run(job, S, profile, **kw):
 
 def load_entries(S: ZooSettings, profile: str, root=None) -> dict[str, Any]:
     """The stored zoo as read by the pages, computing nothing that is missing: ``{"entries": DataFrame (one row per
-    trained and random-init entry, ``model`` = :func:`label` or "random init"), "raw_pixels": dict | None,
-    "missing": [names]}``. A record whose config differs from ``S``'s counts as missing."""
+    trained and random-init entry, ``model`` = :func:`label` or "random init", its scalar measurements),
+    "raw_pixels": dict | None, "missing": [names], "examples": {(model, seed): {"examples_pred": array,
+    "examples_pasted": array}}}``. A record whose config differs from ``S``'s counts as missing."""
     import pandas as pd
 
-    rows, missing, raw = [], [], None
+    rows, missing, raw, examples = [], [], None, {}
     for job in _jobs(S):
         kind, seed, ratio, unit = job
         name, cfg = _job_key(S, job)
@@ -364,11 +375,12 @@ def load_entries(S: ZooSettings, profile: str, root=None) -> dict[str, Any]:
         elif kind == "raw":
             raw = dict(got.data)
         else:
-            d = {k: v for k, v in got.data.items() if not isinstance(v, list)}
+            d = {k: v for k, v in got.data.items() if isinstance(v, (int, float, str)) or v is None}
             d["model"] = "random init" if kind == "random" else label(ratio, unit)
             d["commit"] = got.provenance.get("git", {}).get("commit")
             rows.append(d)
-    return {"entries": pd.DataFrame(rows), "raw_pixels": raw, "missing": missing}
+            examples[(d["model"], seed)] = {k: got.data[k] for k in ("examples_pred", "examples_pasted")}
+    return {"entries": pd.DataFrame(rows), "raw_pixels": raw, "missing": missing, "examples": examples}
 
 
 def main(argv: list[str] | None = None) -> int:
