@@ -43,7 +43,7 @@ import torch
 
 from . import evaluate, metrics, models, store
 from . import reconstruction as rc
-from ._util import dry_cap, resolve_device
+from ._util import dry_cap, dry_run_limits, env_flag, resolve_device
 from ._validate import ParameterError
 from .experiments import PretrainSpec, build_model, load_data, pretrain
 from .profiles import (
@@ -73,6 +73,7 @@ __all__ = [
     "entry",
     "random_entry",
     "raw_pixel_entry",
+    "compute",
     "load_entries",
     "main",
 ]
@@ -277,8 +278,24 @@ def _job_key(S: ZooSettings, job) -> tuple[str, dict]:
 
 
 def _store(name: str, config: dict, fn, profile: str, seed, device, recompute: bool, root=None) -> store.Result:
+    def guarded():  # only reached when the record must be computed
+        cuda = getattr(device, "type", str(device)) == "cuda"
+        if profile == "gpu" and not cuda and dry_run_limits() is None and not env_flag("MAELAB_ALLOW_CPU"):
+            raise ParameterError(
+                "device", "a CUDA device for the gpu profile's zoo (or MAELAB_ALLOW_CPU=1 to compute it here)", device
+            )
+        return fn()
+
     return store.load_or_compute(
-        name, config, fn, notebook=NOTEBOOK, profile=profile, seeds=seed, device=device, recompute=recompute, root=root
+        name,
+        config,
+        guarded,
+        notebook=NOTEBOOK,
+        profile=profile,
+        seeds=seed,
+        device=device,
+        recompute=recompute,
+        root=root,
     )
 
 
@@ -355,6 +372,18 @@ def _run(job, S, profile, **kw):
     return random_entry(S, seed, profile, **kw) if kind == "random" else raw_pixel_entry(S, profile, **kw)
 
 
+def compute(S: ZooSettings, profile: str, *, device="auto", recompute=False, raw_pixels=False, root=None):
+    """Every entry of the zoo (and its random-init baselines; the raw-pixel probe with ``raw_pixels``), each
+    loaded from the store or computed and stored: ``{store name: maelab.store.Result}`` in :func:`_jobs` order.
+    What a page calls before it reads the zoo (:func:`load_entries`)."""
+    out = {}
+    for job in _jobs(S):
+        if job[0] != "raw" or raw_pixels:
+            r = _run(job, S, profile, device=device, recompute=recompute, root=root)
+            out[r.name] = r
+    return out
+
+
 def load_entries(S: ZooSettings, profile: str, root=None) -> dict[str, Any]:
     """The stored zoo as read by the pages, computing nothing that is missing: ``{"entries": DataFrame (one row per
     trained and random-init entry, ``model`` = :func:`label` or "random init", its scalar measurements),
@@ -378,6 +407,8 @@ def load_entries(S: ZooSettings, profile: str, root=None) -> dict[str, Any]:
             d = {k: v for k, v in got.data.items() if isinstance(v, (int, float, str)) or v is None}
             d["model"] = "random init" if kind == "random" else label(ratio, unit)
             d["commit"] = got.provenance.get("git", {}).get("commit")
+            hist = got.data.get("history") or [{}]
+            d["train_loss"] = float(hist[-1].get("loss", float("nan")))
             rows.append(d)
             examples[(d["model"], seed)] = {k: got.data[k] for k in ("examples_pred", "examples_pasted")}
     return {"entries": pd.DataFrame(rows), "raw_pixels": raw, "missing": missing, "examples": examples}

@@ -228,7 +228,7 @@ def reconstruction_rows(scores, settings) -> tuple[dict[str, Evidence], tuple[Re
     S = settings
     checks = reconstruction_checks(scores, S.loss_margin)
     unmet = unmet_of(*checks)
-    note = f"{len(S.seeds)} seeds, {S.n_eval} unmasked test images"
+    note = f"{len(S.seeds)} seeds, {S.n_score} unmasked test images"
     rise = [r for r in S.mask_ratios if r <= S.unit_ratio + 1e-9]
     kw = {"unit_ratio": S.unit_ratio, "note": note, "unmet": unmet}
     rows = {}

@@ -2,10 +2,12 @@
 
 Built from each profile's settings exactly as the notebooks build their zoo (:mod:`.zoo`):
 
-* ``kong_reconstruction``: the zoo's pre-training (one :class:`~maelab.cost.PlannedRun` per (ratio, unit),
-  repeated per seed, with the trainer's online evaluation); its scoring passes (unmasked and masked
-  reconstructions of ``n_eval`` images, two loss passes, each counted as one unmasked forward: an over-count of
-  the encoder, an under-count of the decoder) are added as evaluation images. ``kong_theory`` trains nothing.
+* ``kong_reconstruction``: the shared zoo's pre-training (:mod:`maelab.zoo`; one :class:`~maelab.cost.PlannedRun`
+  per (ratio, unit), repeated per seed, with the trainer's online evaluation); its measurements per entry (two
+  pools' feature passes of the train and test images, unmasked and masked reconstructions of ``n_score`` images,
+  two loss passes, each counted as one unmasked forward) are added as evaluation images. The zoo is computed
+  once for every page that reads it; it is planned here, on the first page that computes it. ``kong_theory``
+  trains nothing.
 * ``kong_representations``: the zoo is loaded from the checkpoints the first notebook wrote (no training in the
   plan: run ``kong_reconstruction`` first, as the book does); per encoder (the zoo and the random init, per seed)
   the feature passes of the probe images, the shifts, the cue-conflict images and the attention / token images.
@@ -14,6 +16,7 @@ Built from each profile's settings exactly as the notebooks build their zoo (:mo
 from __future__ import annotations
 
 from ... import models
+from ... import zoo as core_zoo
 from ...cost import PlannedRun
 from ...profiles import settings
 from . import zoo
@@ -21,16 +24,16 @@ from . import zoo
 
 def reconstruction_runs(profile: str) -> list[PlannedRun]:
     S = settings("kong_reconstruction", profile)
-    scoring = 4 * S.n_eval
+    measuring = 2 * (S.n_train + S.n_test) + 4 * S.n_score
     return [
         PlannedRun.from_spec(
-            zoo.spec(S, r, u, S.seeds[0]),
-            label=f"MAE {zoo.label(r, u)}",
+            core_zoo.spec(S, r, u, S.seeds[0]),
+            label=f"MAE {core_zoo.label(r, u)}",
             repeats=len(S.seeds),
-            extra_eval_images=scoring,
+            extra_eval_images=measuring,
             finetune_epochs=0,
         )
-        for r, u in zoo.configs(S)
+        for r, u in core_zoo.configs(S)
     ]
 
 

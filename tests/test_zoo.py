@@ -1,0 +1,87 @@
+"""The shared zoo (maelab.zoo): its grid, its specs (pairing, reuse), its settings' checks, the store round trip at
+smoke size (config mismatch = missing), and the gpu guard."""
+
+import numpy as np
+import pytest
+import torch
+
+from maelab import models, zoo
+from maelab._validate import ParameterError
+
+
+def test_grid_names_and_specs():
+    S = zoo.ZooSettings.for_profile("cpu")
+    assert zoo.configs(S) == [(0.1, 1), (0.25, 1), (0.5, 1), (0.75, 1), (0.9, 1), (0.75, 2), (0.75, 4)]
+    assert zoo.entry_name(0.75, 2, 1) == "r0p75_u2_s1" and zoo.label(0.75, 2) == "r0.75 u2"
+    s1, s4 = zoo.spec(S, 0.75, 1, 0), zoo.spec(S, 0.75, 4, 0)
+    assert "mask_unit" not in dict(s1.model_overrides)  # unit 1: the model's default, so a plain MAE's spec
+    assert dict(s4.model_overrides)["mask_unit"] == 4 and dict(s4.model_overrides)["norm_pix_loss"] is True
+    assert (s1.dataset, s1.img_size, s1.channels, s1.mask_ratio) == ("mnist", 32, 1, 0.75)
+    assert S.grid_side == 8
+    jobs = list(zoo._jobs(S))
+    assert len(jobs) == 3 * (1 + 7) + 1 and jobs[-1][0] == "raw"
+    names = [zoo._job_key(S, j)[0] for j in jobs]
+    assert len(set(names)) == len(names)
+    with pytest.raises(ParameterError, match=r"^ratio, unit must be a pair of the zoo"):
+        zoo.spec(S, 0.5, 2, 0)
+
+
+def test_entries_of_a_seed_start_from_the_same_weights():
+    S = zoo.ZooSettings.for_profile("smoke")
+    a, b, c = zoo.random_init(S, 1, unit=1), zoo.random_init(S, 1, unit=2), zoo.random_init(S, 0)
+    built = models.create("mae", S.size, seed=1, **models.OFFICIAL_CHOICES)
+    sa, sb, sc = a.state_dict(), b.state_dict(), c.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) and torch.equal(sa[k], built.state_dict()[k]) for k in sa)
+    assert not all(torch.equal(sa[k], sc[k]) for k in sa)
+    assert (a.mask_unit, b.mask_unit) == (1, 2)
+
+
+@pytest.mark.parametrize(
+    "params, start",
+    [
+        ({"units": [1, 3]}, "units must be divisors of the token grid side 8"),
+        ({"units": [2, 4]}, "units must be a list starting at 1"),
+        ({"mask_ratios": [0.1, 0.5, 0.9]}, "mask_ratios must be a list holding unit_ratio=0.75"),
+        ({"img_size": 30}, "img_size must be a multiple of size 'micro'"),
+        ({"dataset": "imagenet"}, "dataset must be one of"),
+        ({"batch_size": 40000}, "batch_size must be at most n_train=30000"),
+    ],
+)
+def test_degenerate_settings_are_rejected_in_one_line(params, start):
+    with pytest.raises(ParameterError) as e:
+        zoo.ZooSettings.for_profile("cpu", **params)
+    assert str(e.value).startswith(start) and "\n" not in str(e.value)
+
+
+def test_smoke_zoo_round_trip(tmp_path):
+    S = zoo.ZooSettings.for_profile("smoke", seeds=[0], mask_ratios=[0.1, 0.75, 0.9], units=[1, 2])
+    got = zoo.compute(S, "smoke", device="cpu", root=tmp_path)
+    assert list(got) == ["random_s0", "r0p1_u1_s0", "r0p75_u1_s0", "r0p9_u1_s0", "r0p75_u2_s0"]
+    assert not any(r.from_store for r in got.values())
+    again = zoo.compute(S, "smoke", device="cpu", root=tmp_path)
+    assert all(r.from_store for r in again.values())  # stored: read, not recomputed
+    read = zoo.load_entries(S, "smoke", root=tmp_path)
+    assert read["missing"] == ["raw_pixels"] and read["raw_pixels"] is None
+    e = read["entries"].set_index("model")
+    assert list(e.index) == ["random init", "r0.1 u1", "r0.75 u1", "r0.9 u1", "r0.75 u2"]
+    # the random-init entry is its own reference: same weights, same masks, same loss
+    assert e.loc["random init", "loss"] == pytest.approx(e.loc["random init", "reference_loss"], rel=1e-6)
+    # a trained entry's reference is the random init of its seed and unit: the unit-1 reference loss at 0.75 is the
+    # random-init entry's own loss (same weights, masks drawn from the same seed)
+    assert e.loc["r0.75 u1", "reference_loss"] == pytest.approx(e.loc["random init", "loss"], rel=1e-6)
+    for col in ("linear_acc_cls", "linear_acc_mean", "knn_acc_cls", "ssim", "psnr", "patch_mean_loss"):
+        assert np.isfinite(e[col]).all(), col
+    ex = read["examples"][("r0.75 u2", 0)]
+    assert ex["examples_pred"].shape == ex["examples_pasted"].shape == (zoo.N_EXAMPLES, 3, 32, 32)
+    # a setting the records depend on changed: every record is missing, never silently reused
+    other = zoo.ZooSettings.for_profile("smoke", seeds=[0], mask_ratios=[0.1, 0.75, 0.9], units=[1, 2], n_score=16)
+    assert len(zoo.load_entries(other, "smoke", root=tmp_path)["missing"]) == 6
+
+
+def test_gpu_profile_refuses_to_compute_on_a_cpu(tmp_path, monkeypatch):
+    monkeypatch.delenv("MAELAB_ALLOW_CPU", raising=False)
+    S = zoo.ZooSettings.for_profile("gpu")
+    with pytest.raises(ParameterError, match=r"^device must be a CUDA device for the gpu profile's zoo") as e:
+        zoo.entry(S, 0.75, 1, 0, "gpu", device="cpu", root=tmp_path)
+    assert "\n" not in str(e.value)
+    assert not list(tmp_path.rglob("*.json"))  # nothing half-written
