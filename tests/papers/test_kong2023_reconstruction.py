@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from maelab import models
-from maelab.masking import patchify, unpatchify
 from maelab import reconstruction as rec
+from maelab.masking import patchify, unpatchify
 
 
 def _with_pred(model, make_pred):

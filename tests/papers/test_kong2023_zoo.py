@@ -5,10 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from maelab import book, models, profiles
-from maelab._validate import ParameterError
-from maelab import reconstruction
+from maelab import book, models, profiles, reconstruction
 from maelab import zoo as core_zoo
+from maelab._validate import ParameterError
 from maelab.papers.kong2023 import plan, representations, zoo
 
 
