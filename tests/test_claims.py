@@ -535,6 +535,11 @@ def test_a_page_cannot_record_two_rows_with_the_same_samples_unless_one_is_a_vie
     assert "\n" not in str(e.value)
     # other samples: no objection
     book._refuse_shared_samples(C.REGISTRY["zhang.fig1b_rank_mnist"], C.Evidence.from_samples([1.0, 2.0]), recorded)
+    # constant samples (every seed the same difference) share no finding: not compared
+    const = C.Evidence.from_samples([0.0, 0.0])
+    book._refuse_shared_samples(
+        C.REGISTRY["zhang.fig1b_rank_mnist"], const, {"zhang.table1_linear_mnist": {"evidence": const.to_dict()}}
+    )
 
 
 def test_identity_rows_are_shown_apart_and_not_counted_as_support():

@@ -367,8 +367,10 @@ def _close(a: Any, b: Any) -> bool:
 
 def _refuse_shared_samples(claim, evidence, recorded: dict) -> None:
     """One row per independent finding: a claim whose per-seed samples equal those of a claim already recorded on
-    the page must be declared a view of it (``Claim.view_of``, either way round), else :class:`ParameterError`."""
-    if not evidence.samples or len(evidence.samples) < 2:
+    the page must be declared a view of it (``Claim.view_of``, either way round), else :class:`ParameterError`.
+    Constant samples (every seed the same difference, e.g. two models at the same chance accuracy in a smoke run)
+    carry no finding to share and are not compared."""
+    if not evidence.samples or len(evidence.samples) < 2 or len(set(evidence.samples)) == 1:
         return
     for other, rec in recorded.items():
         if other == claim.id or list(evidence.samples) != rec["evidence"].get("samples"):

@@ -69,11 +69,13 @@ __all__ = [
     "spec",
     "data",
     "random_init",
+    "trained_model",
     "measure_entry",
     "entry",
     "random_entry",
     "raw_pixel_entry",
     "compute",
+    "fingerprint",
     "load_entries",
     "main",
 ]
@@ -238,6 +240,15 @@ def random_init(S: ZooSettings, seed: int, device="cpu", *, unit: int = 1):
     return build_model(spec(S, S.unit_ratio, unit, seed)).to(device).eval()
 
 
+def trained_model(S: ZooSettings, ratio: float, unit: int, seed: int, device="cpu", *, train_data=None, test_data=None):
+    """The trained model of an entry in eval mode, loaded from its finished checkpoint (the gitignored cache) or
+    pre-trained when there is none: for a page's measurement that the entry records do not hold. A page stores
+    what it measures, so the book reads it back without the checkpoints."""
+    s = spec(S, ratio, unit, seed)
+    model, _, _, _ = pretrain(s, device=str(device), progress=False, train_data=train_data, test_data=test_data)
+    return model.eval()
+
+
 def _probes(model, tr, te, S: ZooSettings, seed: int) -> dict[str, float]:
     out: dict[str, float] = {}
     for pool in POOLS:
@@ -370,6 +381,12 @@ def _run(job, S, profile, **kw):
     if kind == "entry":
         return entry(S, ratio, unit, seed, profile, **kw)
     return random_entry(S, seed, profile, **kw) if kind == "random" else raw_pixel_entry(S, profile, **kw)
+
+
+def fingerprint(S: ZooSettings) -> dict[str, str]:
+    """``{store name: config hash}`` of every trained and random-init entry: what a result derived from the zoo's
+    models (e.g. a page's own measurement of their checkpoints) lists in its config, so a changed zoo recomputes it."""
+    return {name: store.config_hash(cfg) for name, cfg in (_job_key(S, j) for j in _jobs(S) if j[0] != "raw")}
 
 
 def compute(S: ZooSettings, profile: str, *, device="auto", recompute=False, raw_pixels=False, root=None):

@@ -374,3 +374,53 @@ def test_representations_page_reproduces_its_committed_claims_record():
     # the committed record's text named every failing seed (0: +4.9 points, 1: -3.2); the LearnedCheck names the worst
     assert check.gains == pytest.approx((0.049, -0.032, 0.11), abs=1e-6)
     assert all(e.unmet == check.unmet for e in got.values()) and "seed 1: 14.1 % vs 17.3 %" in check.unmet
+
+
+# ------------------------------------------------------------------ the four rows on the shared zoo
+def _zoo_frames(r01_loss=(0.5, 0.5)):
+    """Two seeds of a zoo (unit 1 at 0.1, 0.75, 0.9) and ink measurements; every value chosen by hand."""
+    entries, marks = [], []
+    for seed in (0, 1):
+        for ratio, acc, attn, tok, loss in (
+            (0.1, (0.80, 0.82)[seed], 0.30, (0.70, 0.72)[seed], r01_loss[seed]),
+            (0.75, (0.86, 0.85)[seed], (0.50, 0.46)[seed], (0.78, 0.77)[seed], 0.4),
+            (0.9, (0.83, 0.84)[seed], 0.40, 0.74, 0.6),
+        ):
+            name = f"r{ratio:g} u1"
+            entries.append(
+                {
+                    "model": name,
+                    "ratio": ratio,
+                    "unit": 1,
+                    "seed": seed,
+                    "linear_acc_cls": acc,
+                    "loss": loss,
+                    "reference_loss": 2.0,
+                    "patch_mean_loss": 1.0,
+                }
+            )
+            marks.append({"model": name, "seed": seed, "attn_mass": attn, "token_balanced_acc": tok})
+    return pd.DataFrame(entries), pd.DataFrame(marks)
+
+
+def test_zoo_representation_rows_hand_values_and_pretext_gate():
+    entries, marks = _zoo_frames()
+    rows, checks = kev.zoo_representation_rows(entries, marks, (0.1, 0.75, 0.9), 0.75, (0, 1), 0.05)
+    want = {
+        "kong.tab1_probe_075_010": [0.06, 0.03],  # 0.86 - 0.80, 0.85 - 0.82
+        "kong.tab1_probe_075_090": [0.03, 0.01],  # 0.86 - 0.83, 0.85 - 0.84
+        "kong.fig6_cls_silhouette": [0.15, 0.11],  # 0.50 - (0.30 + 0.40) / 2, 0.46 - 0.35
+        "kong.tab3_token_silhouette": [0.08, 0.05],  # balanced token accuracy, 0.75 minus 0.1
+    }
+    assert list(rows) == list(want)
+    for k, v in want.items():
+        np.testing.assert_allclose(rows[k].samples, v, atol=1e-12, err_msg=k)
+        assert rows[k].unmet == ""
+    assert [c.what for c in checks] == [
+        "MAE r0.1 u1, masked-patch test loss",
+        "MAE r0.75 u1, masked-patch test loss",
+        "MAE r0.9 u1, masked-patch test loss",
+    ]
+    # seed 1 of ratio 0.1 stays at 0.96 of the patch-mean loss: above 0.95, every row inconclusive with the reason
+    rows, checks = kev.zoo_representation_rows(*_zoo_frames((0.5, 0.96)), (0.1, 0.75, 0.9), 0.75, (0, 1), 0.05)
+    assert not checks[0].met and all("r0.1 u1" in e.unmet for e in rows.values())

@@ -141,3 +141,17 @@ def test_measure_encoder_identities_on_a_tiny_world():
     assert row["attn_chance"] == pytest.approx(float(frac.mean()), rel=1e-6)
     assert 0 <= row["shape_bias"] <= 1 and fte.shape == (60, 64)
     assert {f"knn_{k}" for k in representations.LOW_LEVEL_CONTINUOUS} <= set(row)
+
+
+def test_ink_silhouette_row_scores_the_bright_pixels():
+    """A bright 8 x 8 square on black: 4 ink tokens of 4 x 4 patches among 64 (object rate 1/16); uniform
+    attention would put 1/16 of its mass on the ink; black images give no ink token to probe (NaN)."""
+    imgs = torch.zeros(20, 3, 32, 32)
+    imgs[:, :, 8:16, 8:16] = 1.0
+    row = representations.ink_silhouette_row(_model(), imgs, imgs, n_attention=20, n_token_images=20)
+    assert row["object_rate"] == pytest.approx(4 / 64) and row["attn_chance"] == pytest.approx(4 / 64)
+    assert 0 <= row["attn_mass"] <= 1 and 0 <= row["token_balanced_acc"] <= 1
+    black = representations.ink_silhouette_row(_model(), imgs * 0, imgs * 0, n_attention=4, n_token_images=4)
+    assert np.isnan(black["token_acc"]) and black["object_rate"] == 0
+    with pytest.raises(ParameterError, match="^ink must be"):
+        representations.ink_silhouette_row(_model(), imgs, imgs, ink=1.0)

@@ -370,3 +370,43 @@ def representation_rows(rows, settings) -> tuple[dict[str, Evidence], LearnedChe
         "kong.fig6_cls_silhouette": attention_gap(rows, mid, [lo, hi], seeds, S.n_attention, u),
         "kong.tab3_token_silhouette": token_gap(rows, mid, lo, seeds, u),
     }, check
+
+
+# ------------------------------------------------------------------- kong_representations on the shared zoo
+def zoo_representation_rows(
+    entries, marks, mask_ratios: Sequence[float], unit_ratio: float, seeds: Sequence[int], loss_margin: float
+) -> tuple[dict[str, Evidence], tuple[ReconstructionCheck, ...]]:
+    """The four representation rows decided on the shared zoo (:mod:`maelab.zoo`): Table 1's probe gaps
+    (``kong.tab1_probe_075_010``, ``_075_090``: the [CLS] linear probe of the zoo records, ``linear_acc_cls``, the
+    official MAE probe's feature), Fig. 6 (``kong.fig6_cls_silhouette``: [CLS] attention mass on the ink of the
+    digit, ``unit_ratio`` minus the mean of the extremes) and the Table-3 analogue (``kong.tab3_token_silhouette``:
+    the per-token ink-vs-background probe's *balanced* accuracy, ``unit_ratio`` minus the lowest ratio; balanced
+    because on digits most tokens are background).
+
+    The gate is the pretext task, not the probe the rows measure (a level claim must not condition on the level):
+    :func:`reconstruction_checks` of the compared models (lowest ratio, ``unit_ratio``, highest ratio, unit 1)
+    against random init and the patch-mean predictor with ``loss_margin``. ``entries``: the zoo's entries frame
+    (:func:`maelab.zoo.load_entries`); ``marks``: one row per (model, seed) with ``attn_mass`` and
+    ``token_balanced_acc`` (:func:`.representations.ink_silhouette_row`)."""
+    lab = [f"r{r:g} u1" for r in (min(mask_ratios), unit_ratio, max(mask_ratios))]
+    lo, mid, hi = lab
+    seeds = list(seeds)
+    compared = entries[entries.model.isin(lab)]
+    checks = reconstruction_checks(compared, loss_margin)
+    u = unmet_of(*checks)
+    return {
+        "kong.tab1_probe_075_010": Evidence.from_samples(
+            paired_gap(entries, "linear_acc_cls", [mid], [lo], seeds), note="[CLS] probe accuracy, MNIST zoo", unmet=u
+        ),
+        "kong.tab1_probe_075_090": Evidence.from_samples(
+            paired_gap(entries, "linear_acc_cls", [mid], [hi], seeds), note="[CLS] probe accuracy, MNIST zoo", unmet=u
+        ),
+        "kong.fig6_cls_silhouette": Evidence.from_samples(
+            paired_gap(marks, "attn_mass", [mid], [lo, hi], seeds), note="attention on the ink, MNIST zoo", unmet=u
+        ),
+        "kong.tab3_token_silhouette": Evidence.from_samples(
+            paired_gap(marks, "token_balanced_acc", [mid], [lo], seeds),
+            note="balanced token accuracy, MNIST zoo",
+            unmet=u,
+        ),
+    }, checks

@@ -48,6 +48,7 @@ __all__ = [
     "patch_tokens",
     "LOW_LEVEL_CONTINUOUS",
     "measure_encoder",
+    "ink_silhouette_row",
     "feature_silhouette",
 ]
 
@@ -357,6 +358,63 @@ def measure_encoder(
     )
     row.update(token_acc=tok["accuracy"], token_balanced_acc=tok["balanced_accuracy"], token_majority=tok["majority"])
     return row, fte
+
+
+def ink_silhouette_row(
+    model,
+    train_images: torch.Tensor,
+    test_images: torch.Tensor,
+    *,
+    ink: float = 0.5,
+    n_attention: int = 1000,
+    n_token_images: int = 1000,
+    token_threshold: float = 0.5,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Figs 6-7 and the Table-3 analogue on images without known latents (the shared zoo's MNIST digits): the
+    object's silhouette is its ink, the pixels brighter than ``ink`` (all channels averaged). Keys: ``attn_mass``
+    / ``attn_chance`` (mean over the first ``n_attention`` test images of :func:`silhouette_mass` of the
+    last-layer [CLS] attention), ``token_acc`` / ``token_balanced_acc`` / ``token_majority`` / ``object_rate``
+    (:func:`token_silhouette_probe` on the first ``n_token_images`` train / test images; NaN when the training
+    tokens are all ink or all background, e.g. on other images than digits). A dry run caps the images
+    (``maelab._util.DryRunLimits.eval_images``)."""
+    in_range("ink", ink, 0.0, 1.0, low_open=True, high_open=True)
+
+    def sil(x):
+        return (x.mean(dim=1, keepdim=True) > ink).float().cpu()
+
+    patch = model.patch_size
+    na = dry_cap(n_attention, "eval_images")
+    att = silhouette_mass(
+        cls_attention_maps(model, test_images[:na]), token_object_fraction(sil(test_images[:na]), patch)
+    )
+    n = dry_cap(n_token_images, "eval_images")
+    ftr, fte = token_object_fraction(sil(train_images[:n]), patch), token_object_fraction(sil(test_images[:n]), patch)
+    if len(torch.unique(ftr > token_threshold)) < 2:  # no ink token (or no background one): nothing to probe
+        nan = float("nan")
+        tok = {
+            "accuracy": nan,
+            "balanced_accuracy": nan,
+            "majority": nan,
+            "object_rate": float((ftr > token_threshold).float().mean()),
+        }
+    else:
+        tok = token_silhouette_probe(
+            patch_tokens(model, train_images[:n]),
+            ftr,
+            patch_tokens(model, test_images[:n]),
+            fte,
+            threshold=token_threshold,
+            seed=seed,
+        )
+    return {
+        "attn_mass": float(att["mass"].mean()),
+        "attn_chance": float(att["chance"].mean()),
+        "token_acc": tok["accuracy"],
+        "token_balanced_acc": tok["balanced_accuracy"],
+        "token_majority": tok["majority"],
+        "object_rate": tok["object_rate"],
+    }
 
 
 def feature_silhouette(features, labels) -> float:

@@ -315,6 +315,15 @@ class KongRepresentationsSettings(KongZooSettings):
         "(default maelab.claims.LEARNED_MARGIN, the book's one margin)",
         is_ratio(zero=True),
     )
+    ink: float = setting(
+        0.5, "shared-zoo rows: a digit's silhouette is its pixels brighter than this (images in [0, 1])", is_ratio()
+    )
+    loss_margin: float = setting(
+        0.05,
+        "shared-zoo rows' precondition: masked-patch loss drop below min(random-init, patch-mean) loss "
+        "(kong_reconstruction's)",
+        is_number(0.0, 1.0),
+    )
 
     def validate(self) -> None:
         super().validate()
