@@ -225,9 +225,11 @@ def test_registry_is_gathered_from_paper_modules_and_refuses_duplicates(monkeypa
     from maelab.papers.bisulco2025 import claims as bis
     from maelab.papers.cao2022 import claims as cao
     from maelab.papers.kong2023 import claims as kong
+    from maelab.papers.synthesis import claims as syn
     from maelab.papers.zhang2022 import claims as zh
 
-    assert [c.id for c in C.REGISTRY.values()] == [c.id for c in bis.CLAIMS + zh.CLAIMS + cao.CLAIMS + kong.CLAIMS]
+    want = bis.CLAIMS + zh.CLAIMS + cao.CLAIMS + kong.CLAIMS + syn.CLAIMS
+    assert [c.id for c in C.REGISTRY.values()] == [c.id for c in want]
     dup = types.ModuleType("maelab.papers.zhang2022.claims")
     dup.CLAIMS = zh.CLAIMS + [bis.CLAIMS[0]]
     monkeypatch.setitem(sys.modules, "maelab.papers.zhang2022.claims", dup)

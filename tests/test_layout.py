@@ -37,7 +37,7 @@ GENERAL = {
     "train",
     "zoo",
 }
-PAPER_PACKAGES = {"bisulco2025", "cao2022", "kong2023", "zhang2022"}
+PAPER_PACKAGES = {"bisulco2025", "cao2022", "kong2023", "zhang2022", "synthesis"}
 MAX_FUNCTION_LINES = 100
 
 

@@ -770,6 +770,7 @@ PAPERS = {
     "zhang2022": "Zhang, Wang & Wang (NeurIPS 2022), How Mask Matters (U-MAE)",
     "cao2022": "Cao, Xu & Clifton (arXiv 2202.03670, 2022), How to Understand Masked Autoencoders",
     "kong2023": "Kong et al. (CVPR 2023), Understanding MAE via Hierarchical Latent Variable Models",
+    "synthesis": "Four theories, one zoo: cross-paper claims decided on the shared zoo (this book)",
 }
 
 
