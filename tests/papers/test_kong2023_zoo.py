@@ -84,7 +84,11 @@ def test_plans_count_the_zoo_once_per_seed():
     rec = runs["kong_reconstruction"]
     assert [r.repeats for r in rec] == [3] * 7 and {r.mask_ratio for r in rec} == set(S.mask_ratios)
     assert all(r.steps == S.epochs * (S.n_train // S.batch_size) for r in rec)
-    (rep,) = runs["kong_representations"]
+    *train, rep = runs["kong_representations"]  # its own shapes zoo, then the frozen-encoder passes
+    R = profiles.settings("kong_representations", "cpu")
+    assert [r.repeats for r in train] == [3] * 7 and all(
+        r.steps == R.epochs * (R.n_train // R.batch_size) for r in train
+    )
     assert rep.steps == 0 and rep.repeats == 3 * (7 + 1)
 
 

@@ -8,9 +8,10 @@ Built from each profile's settings exactly as the notebooks build their zoo (:mo
   two loss passes, each counted as one unmasked forward) are added as evaluation images. The zoo is computed
   once for every page that reads it; it is planned here, on the first page that computes it. ``kong_theory``
   trains nothing.
-* ``kong_representations``: the zoo is loaded from the checkpoints the first notebook wrote (no training in the
-  plan: run ``kong_reconstruction`` first, as the book does); per encoder (the zoo and the random init, per seed)
-  the feature passes of the probe images, the shifts, the cue-conflict images and the attention / token images.
+* ``kong_representations``: the pre-training of its ``shapes`` zoo (:mod:`.zoo`; the rows that need known
+  latents) and, per encoder (that zoo and the random init, per seed), the feature passes of the probe images, the
+  shifts, the cue-conflict images and the attention / token images; the shared zoo's ink measurements are small
+  beside them and the shared zoo itself is planned on ``kong_reconstruction``.
 """
 
 from __future__ import annotations
@@ -39,10 +40,19 @@ def reconstruction_runs(profile: str) -> list[PlannedRun]:
 
 def representation_runs(profile: str) -> list[PlannedRun]:
     S = settings("kong_representations", profile)
+    training = [
+        PlannedRun.from_spec(
+            zoo.spec(S, r, u, S.seeds[0]),
+            label=f"shapes MAE {zoo.label(r, u)}",
+            repeats=len(S.seeds),
+            finetune_epochs=0,
+        )
+        for r, u in zoo.configs(S)
+    ]
     per_encoder = (
         S.n_probe_train + S.n_probe_test * (1 + len(S.shifts)) + S.n_cue_conflict + S.n_attention + 2 * S.n_token_images
     )
-    return [
+    return training + [
         PlannedRun(
             "frozen encoders (zoo + random init)",
             size=S.size,
