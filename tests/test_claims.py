@@ -305,6 +305,43 @@ def test_reconstruction_check_and_unmet_of():
         C.ReconstructionCheck("x", (1.0,), (0.1, 0.2))
 
 
+def test_run_stopped_is_a_precondition_never_met():
+    stop = C.RunStopped("softmax seed 2", "diverged: non-finite loss at epoch 3/4")
+    assert not stop.met and stop.unmet == "softmax seed 2: diverged: non-finite loss at epoch 3/4"
+    assert stop.row() == {
+        "model": "softmax seed 2",
+        "stopped": "diverged: non-finite loss at epoch 3/4",
+        "learned": "no",
+    }
+    ok = C.LearnedCheck("a", (0.9,), (0.7,))
+    assert C.unmet_of(ok, stop) == stop.unmet  # a stopped run withholds the verdict like any failed check
+    assert all(isinstance(c, C.Precondition) for c in (stop, ok, C.ReconstructionCheck("x", (1.0,), (2.0,))))
+    assert not isinstance(C.Evidence(value=1.0), C.Precondition)
+    for kw, name in (({"what": ""}, "what"), ({"reason": "  "}, "reason"), ({"reason": None}, "reason")):
+        with pytest.raises(C.ParameterError, match=f"^{name} must be"):
+            C.RunStopped(**{"what": "m", "reason": "diverged", **kw})
+
+
+#: the public names of maelab.claims when it was one module (855 lines, fe96148): the package keeps every one
+PUBLIC_BEFORE_THE_SPLIT = """
+    ALPHA Above Below Claim Criterion Decision Evidence INCONCLUSIVE KINDS LEARNED_MARGIN LearnedCheck Monotone
+    NOT_SUPPORTED PAPERS PAPERS_PACKAGE POLICY PairedGreater ParameterError RECON_MAX_RATIO REGISTRY
+    ReconstructionCheck RegistryError SUPPORTED UNITS VERDICTS Within adjust gather_claims holm
+    minimum_detectable_effect t_interval t_quantile two_sided unmet_of verdict _paper_packages
+""".split()
+
+
+def test_the_package_keeps_the_public_names_of_the_module_and_small_modules():
+    from pathlib import Path
+
+    missing = [n for n in PUBLIC_BEFORE_THE_SPLIT if not hasattr(C, n)]
+    assert not missing, missing
+    assert set(C.__all__) <= set(dir(C)) and len(set(C.__all__)) == len(C.__all__)
+    assert C.REGISTRY is C.registry.REGISTRY and C.ALPHA is C.statistics.ALPHA  # one object, not a copy
+    sizes = {p.name: len(p.read_text().splitlines()) for p in Path(C.__file__).parent.glob("*.py")}
+    assert len(sizes) >= 6 and max(sizes.values()) <= 600, sizes
+
+
 def test_thresholds_and_values_print_with_enough_digits():
     crit = C.Below(1.0 + 1e-9, z=0.0)
     assert crit.text == "value < 1.000000001"
@@ -486,6 +523,24 @@ def test_adjust_applies_holm_within_each_paper_and_keeps_exact_rows():
     assert d["au"].verdict == C.INCONCLUSIVE and d["au"].p is None
     assert d["b1"].family == 1 and d["b1"].verdict == C.NOT_SUPPORTED
     assert d["b1"].p_adj == pytest.approx(ps[0], rel=1e-9)
+
+
+def test_adjust_computes_each_rows_p_value_once():
+    calls = []
+
+    @dataclasses.dataclass(frozen=True)
+    class Counted(C.PairedGreater):
+        def p_value(self, ev):
+            calls.append(ev)
+            return super().p_value(ev)
+
+    rows = {
+        "a1": (_row_of("a", "a1", Counted()), C.Evidence.from_samples([0.1, 0.2, 0.15])),
+        "a2": (_row_of("a", "a2", Counted()), C.Evidence.from_samples([-0.1, 0.2, 0.05])),
+        "au": (_row_of("a", "au", Counted()), C.Evidence.from_samples([0.1, 0.2], unmet="did not learn")),
+    }
+    d = C.adjust(rows)
+    assert len(calls) == 2 and d["a1"].family == 2  # the row without its precondition is not tested at all
 
 
 def test_monotone_reads_a_significant_reversal_end_to_end_as_not_supported():
