@@ -628,6 +628,26 @@ def test_units_show_accuracy_differences_in_points():
         book.format_value(ev, "percent")
 
 
+#: rows whose measure names an accuracy although their value is something else
+NOT_AN_ACCURACY = {"bisulco.fig15_best_decoder": "a decoder depth", "bisulco.fig14_loss_not_proxy": "Spearman's rho"}
+
+
+def test_accuracy_rows_are_shown_in_points_like_the_papers():
+    """Issue 21: the scoreboard's "paper" and "ours" columns use one unit per row. The papers give accuracies in
+    percent, we store fractions: every row whose value is an accuracy (or a difference of accuracies) is shown in
+    points (``unit="points"``), and no other row is; a paper value stated in % or points is always such a row."""
+    import re
+
+    assert set(NOT_AN_ACCURACY) <= set(C.REGISTRY)
+    wrong = []
+    for cid, c in C.REGISTRY.items():
+        accuracy = bool(re.search(r"\baccuracy\b", c.measure)) and cid not in NOT_AN_ACCURACY
+        percent = bool(re.search(r"%|\bpoints?\b", c.paper_value))
+        if (c.unit == "points") != accuracy or (percent and c.unit != "points"):
+            wrong.append(f"{cid}: unit {c.unit!r}, paper value {c.paper_value!r}")
+    assert not wrong, wrong
+
+
 def test_no_notebook_builds_evidence_or_a_precondition_itself():
     """Issue 21: every claim's evidence and every learning check comes from a tested library function (the
     ``maelab.papers.<paper>.evidence`` modules); notebook cells only call them and ``ctx.claim``."""
