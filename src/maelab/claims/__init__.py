@@ -58,11 +58,11 @@ from .statistics import holm, minimum_detectable_effect, t_interval, t_quantile,
 ALPHA = _statistics.ALPHA
 
 #: The learning margin of :class:`LearnedCheck`, in accuracy units (0.05 = 5 points). A trained model's probe must
-#: beat its random initialisation by more than this in every seed (``maelab.claims.preconditions`` says why 5 points).
+#: beat its random initialisation by more than this in every seed (:mod:`maelab.claims.preconditions` says why).
 LEARNED_MARGIN = _preconditions.LEARNED_MARGIN
 
 #: The default ratio of :class:`ReconstructionCheck`. A trained prediction map's loss must be at most this fraction
-#: of a trivial predictor's in every run (``maelab.claims.preconditions`` says why 0.8).
+#: of a trivial predictor's in every run (:mod:`maelab.claims.preconditions` says why 0.8).
 RECON_MAX_RATIO = _preconditions.RECON_MAX_RATIO
 
 #: Display units of our value (``Claim.unit``), name -> (factor, suffix). "points" shows an accuracy fraction x 100.
