@@ -322,6 +322,24 @@ def test_run_stopped_is_a_precondition_never_met():
             C.RunStopped(**{"what": "m", "reason": "diverged", **kw})
 
 
+def test_fine_tune_check_needs_every_run_above_its_frozen_probe():
+    ok = C.FineTuneCheck("mean fine-tuned accuracy", (0.9, 0.91), (0.625, 0.625), runs=("mae", "umae"))
+    assert ok.met and ok.unmet == "" and isinstance(ok, C.Precondition)
+    # equal to the probe is not above it; the reason names each failing run with both accuracies (hand-formatted)
+    bad = C.FineTuneCheck("mean fine-tuned accuracy", (0.1, 0.625), (0.625, 0.625), runs=("mae", "umae"))
+    assert not bad.met
+    assert bad.unmet == (
+        "fine-tuning did not learn (mean fine-tuned accuracy not above the frozen linear probe: "
+        "mae 10.0 % <= probe 62.5 %; umae 62.5 % <= probe 62.5 %)"
+    )
+    assert bad.row()["learned"] == "no" and bad.row()["fine-tuned (%)"] == "10.0, 62.5"
+    assert C.FineTuneCheck("x", (0.5,), (0.4,)).runs == (0,)
+    for kw, name in (({"finetuned": ()}, "finetuned"), ({"probe": (0.4,)}, "probe"), ({"runs": (1,)}, "runs"),
+                     ({"probe": (math.nan, 0.4)}, "probe")):  # fmt: skip
+        with pytest.raises(C.ParameterError, match=f"^{name} must be"):
+            C.FineTuneCheck(**{"what": "x", "finetuned": (0.5, 0.6), "probe": (0.4, 0.4), **kw})
+
+
 #: the public names of maelab.claims when it was one module (855 lines, fe96148): the package keeps every one
 PUBLIC_BEFORE_THE_SPLIT = """
     ALPHA Above Below Claim Criterion Decision Evidence INCONCLUSIVE KINDS LEARNED_MARGIN LearnedCheck Monotone

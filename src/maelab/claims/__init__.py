@@ -27,7 +27,8 @@ Above, LearnedCheck, REGISTRY`` works as before the split, and each object is do
 * ``maelab.claims.criteria``: :class:`Criterion` and the criteria :class:`Below`, :class:`Above`, :class:`Within`,
   :class:`PairedGreater`, :class:`Monotone`;
 * ``maelab.claims.preconditions``: the learning preconditions of every paper (:class:`LearnedCheck`,
-  :class:`ReconstructionCheck`, :class:`RunStopped`, :func:`unmet_of`) and why their margins are what they are;
+  :class:`ReconstructionCheck`, :class:`FineTuneCheck`, :class:`RunStopped`, :func:`unmet_of`) and why their
+  margins are what they are;
 * ``maelab.claims.rows``: :class:`Claim`, :data:`KINDS`, :data:`UNITS`, :func:`verdict`;
 * ``maelab.claims.policy``: :data:`POLICY`, :func:`adjust`, :class:`Decision`;
 * ``maelab.claims.registry``: :data:`PAPERS` and the discovery of the paper packages, :func:`gather_claims`,
@@ -47,7 +48,7 @@ from . import statistics as _statistics
 from .criteria import Above, Below, Criterion, Monotone, PairedGreater, Within
 from .evidence import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, VERDICTS, Evidence
 from .policy import Decision, adjust
-from .preconditions import LearnedCheck, Precondition, ReconstructionCheck, RunStopped, unmet_of
+from .preconditions import FineTuneCheck, LearnedCheck, Precondition, ReconstructionCheck, RunStopped, unmet_of
 from .registry import PAPERS_PACKAGE, RegistryError, gather_claims
 from .registry import _paper_packages as _paper_packages  # for maelab.profiles: one discovery of the papers
 from .rows import Claim, verdict
@@ -107,6 +108,7 @@ __all__ = [
     "Precondition",
     "LearnedCheck",
     "ReconstructionCheck",
+    "FineTuneCheck",
     "RunStopped",
     "unmet_of",
     # rows, policy, registry

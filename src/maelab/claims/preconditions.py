@@ -9,6 +9,8 @@ per seed or run: ``met`` (it holds), ``unmet`` ("" or the one-line reason a row 
   than :data:`~maelab.claims.LEARNED_MARGIN` in every seed (models with labels);
 * :class:`~maelab.claims.ReconstructionCheck`: a reconstruction loss is at most ``max_ratio`` (default
   :data:`~maelab.claims.RECON_MAX_RATIO`) times a trivial predictor's in every run (prediction maps without labels);
+* :class:`~maelab.claims.FineTuneCheck`: a fine-tuned accuracy is above the frozen linear probe of the same encoder
+  in every run (fine-tuning learned);
 * :class:`~maelab.claims.RunStopped`: a run that has no trained model to judge (it diverged, or its loss is not
   finite): never met.
 
@@ -193,6 +195,62 @@ class ReconstructionCheck:
             self.reference_name: ", ".join(f"{a:.4g}" for a in self.reference),
             "ratio": ", ".join(f"{r:.2f}" for r in self.ratios),
             "required": f"<= {self.max_ratio:g} in every run",
+            "learned": "yes" if self.met else "no",
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class FineTuneCheck:
+    """The precondition "fine-tuning learned": in every run, the fine-tuned test accuracy is above the frozen linear
+    probe of the same pre-trained encoder. Two fine-tunings stuck at chance agree "within tolerance" for a trivial
+    reason, and a fine-tuning below the frozen probe it started from has not learned its task, so a statement about
+    fine-tuning needs this first.
+
+    ``what``: the compared accuracy in words ("mean fine-tuned accuracy"); ``finetuned`` and ``probe``: accuracies in
+    [0, 1], paired by position; ``runs``: their labels (default 0, 1, ...). An accuracy equal to the probe's is not
+    above it."""
+
+    what: str
+    finetuned: tuple[float, ...]
+    probe: tuple[float, ...]
+    runs: tuple = ()
+
+    def __post_init__(self):
+        for name in ("finetuned", "probe"):
+            v = tuple(float(a) for a in getattr(self, name))
+            if not v or not all(math.isfinite(a) for a in v):
+                raise ParameterError(name, "a non-empty sequence of finite accuracies (one per run)", v)
+            object.__setattr__(self, name, v)
+        if len(self.finetuned) != len(self.probe):
+            raise ParameterError("probe", f"{len(self.finetuned)} values, one per run like finetuned", self.probe)
+        runs = tuple(self.runs) or tuple(range(len(self.finetuned)))
+        if len(runs) != len(self.finetuned):
+            raise ParameterError("runs", f"{len(self.finetuned)} labels, one per value", runs)
+        object.__setattr__(self, "runs", runs)
+
+    @property
+    def met(self) -> bool:
+        return all(f > p for f, p in zip(self.finetuned, self.probe))
+
+    @property
+    def unmet(self) -> str:
+        failed = [
+            f"{r} {_pts(f)} % <= probe {_pts(p)} %"
+            for r, f, p in zip(self.runs, self.finetuned, self.probe)
+            if not f > p
+        ]
+        if not failed:
+            return ""
+        return f"fine-tuning did not learn ({self.what} not above the frozen linear probe: " + "; ".join(failed) + ")"
+
+    def row(self) -> dict:
+        """One row of a page's precondition table (accuracies in %)."""
+        return {
+            "fine-tuning": self.what,
+            "runs": ", ".join(map(str, self.runs)),
+            "fine-tuned (%)": ", ".join(_pts(a) for a in self.finetuned),
+            "frozen probe (%)": ", ".join(_pts(a) for a in self.probe),
+            "required": "above the probe in every run",
             "learned": "yes" if self.met else "no",
         }
 
