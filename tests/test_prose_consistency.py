@@ -14,7 +14,7 @@ tests catch the typed ones that can:
   stored reasons: blaming the statistics (error bars, noise, saturation, no significance) needs a row of the page
   that its test left undecided, not one withheld by its learning precondition; and saying that this page's models
   did not learn needs a row withheld by its precondition. Sentences that state the rule ("where a model fails, the
-  claim is inconclusive") are not statements about the records and are skipped.
+  claim is inconclusive"), and pages without a committed record, have nothing to contradict and are skipped.
 
 The rules are deliberately simple (regular expressions over sentences); the tests at the end show that each one
 finds the contradictions it is meant to find, among them the two issue 21 named.
@@ -209,7 +209,7 @@ STATISTICS = re.compile(
 #: a failed learning precondition as the cause
 NOT_LEARNED = re.compile(r"did not learn|not learn|precondition|learning margin|diverg", re.I)
 #: a sentence that states a rule (a condition), not what the records say
-RULE = re.compile(r"\b(where|if|when|whenever|otherwise|whatever|unless|such|would|could|may|might)\b", re.I)
+RULE = re.compile(r"\b(where|if|when|whenever|whether|otherwise|whatever|unless|such|would|could|may|might)\b", re.I)
 #: a sentence about this page's own results
 RESULTS = re.compile(r"\b(here|results?|these models|this page|came out|returns?|reads?)\b", re.I)
 #: a sentence about the multiplicity policy reads the adjusted verdicts, others the rows' own tests
@@ -253,6 +253,8 @@ def reason_contradictions(notebook: str, text: str, rows: list[Row]) -> list[str
     """One line per sentence of ``text`` that explains an inconclusive verdict against the stored reasons of
     ``rows`` (the page's rows; see the module docstring)."""
     bad = []
+    if not rows:  # a page without a committed record (not run yet) has nothing to contradict
+        return bad
     for s in _sentences(_prose(text, comments=False)):
         if "inconclusive" not in s.lower() or RULE.search(s):
             continue
