@@ -305,6 +305,61 @@ def test_reconstruction_check_and_unmet_of():
         C.ReconstructionCheck("x", (1.0,), (0.1, 0.2))
 
 
+def test_run_stopped_is_a_precondition_never_met():
+    stop = C.RunStopped("softmax seed 2", "diverged: non-finite loss at epoch 3/4")
+    assert not stop.met and stop.unmet == "softmax seed 2: diverged: non-finite loss at epoch 3/4"
+    assert stop.row() == {
+        "model": "softmax seed 2",
+        "stopped": "diverged: non-finite loss at epoch 3/4",
+        "learned": "no",
+    }
+    ok = C.LearnedCheck("a", (0.9,), (0.7,))
+    assert C.unmet_of(ok, stop) == stop.unmet  # a stopped run withholds the verdict like any failed check
+    assert all(isinstance(c, C.Precondition) for c in (stop, ok, C.ReconstructionCheck("x", (1.0,), (2.0,))))
+    assert not isinstance(C.Evidence(value=1.0), C.Precondition)
+    for kw, name in (({"what": ""}, "what"), ({"reason": "  "}, "reason"), ({"reason": None}, "reason")):
+        with pytest.raises(C.ParameterError, match=f"^{name} must be"):
+            C.RunStopped(**{"what": "m", "reason": "diverged", **kw})
+
+
+def test_fine_tune_check_needs_every_run_above_its_frozen_probe():
+    ok = C.FineTuneCheck("mean fine-tuned accuracy", (0.9, 0.91), (0.625, 0.625), runs=("mae", "umae"))
+    assert ok.met and ok.unmet == "" and isinstance(ok, C.Precondition)
+    # equal to the probe is not above it; the reason names each failing run with both accuracies (hand-formatted)
+    bad = C.FineTuneCheck("mean fine-tuned accuracy", (0.1, 0.625), (0.625, 0.625), runs=("mae", "umae"))
+    assert not bad.met
+    assert bad.unmet == (
+        "fine-tuning did not learn (mean fine-tuned accuracy not above the frozen linear probe: "
+        "mae 10.0 % <= probe 62.5 %; umae 62.5 % <= probe 62.5 %)"
+    )
+    assert bad.row()["learned"] == "no" and bad.row()["fine-tuned (%)"] == "10.0, 62.5"
+    assert C.FineTuneCheck("x", (0.5,), (0.4,)).runs == (0,)
+    for kw, name in (({"finetuned": ()}, "finetuned"), ({"probe": (0.4,)}, "probe"), ({"runs": (1,)}, "runs"),
+                     ({"probe": (math.nan, 0.4)}, "probe")):  # fmt: skip
+        with pytest.raises(C.ParameterError, match=f"^{name} must be"):
+            C.FineTuneCheck(**{"what": "x", "finetuned": (0.5, 0.6), "probe": (0.4, 0.4), **kw})
+
+
+#: the public names of maelab.claims when it was one module (855 lines, fe96148): the package keeps every one
+PUBLIC_BEFORE_THE_SPLIT = """
+    ALPHA Above Below Claim Criterion Decision Evidence INCONCLUSIVE KINDS LEARNED_MARGIN LearnedCheck Monotone
+    NOT_SUPPORTED PAPERS PAPERS_PACKAGE POLICY PairedGreater ParameterError RECON_MAX_RATIO REGISTRY
+    ReconstructionCheck RegistryError SUPPORTED UNITS VERDICTS Within adjust gather_claims holm
+    minimum_detectable_effect t_interval t_quantile two_sided unmet_of verdict _paper_packages
+""".split()
+
+
+def test_the_package_keeps_the_public_names_of_the_module_and_small_modules():
+    from pathlib import Path
+
+    missing = [n for n in PUBLIC_BEFORE_THE_SPLIT if not hasattr(C, n)]
+    assert not missing, missing
+    assert set(C.__all__) <= set(dir(C)) and len(set(C.__all__)) == len(C.__all__)
+    assert C.REGISTRY is C.registry.REGISTRY and C.ALPHA is C.statistics.ALPHA  # one object, not a copy
+    sizes = {p.name: len(p.read_text().splitlines()) for p in Path(C.__file__).parent.glob("*.py")}
+    assert len(sizes) >= 6 and max(sizes.values()) <= 600, sizes
+
+
 def test_thresholds_and_values_print_with_enough_digits():
     crit = C.Below(1.0 + 1e-9, z=0.0)
     assert crit.text == "value < 1.000000001"
@@ -488,6 +543,24 @@ def test_adjust_applies_holm_within_each_paper_and_keeps_exact_rows():
     assert d["b1"].p_adj == pytest.approx(ps[0], rel=1e-9)
 
 
+def test_adjust_computes_each_rows_p_value_once():
+    calls = []
+
+    @dataclasses.dataclass(frozen=True)
+    class Counted(C.PairedGreater):
+        def p_value(self, ev):
+            calls.append(ev)
+            return super().p_value(ev)
+
+    rows = {
+        "a1": (_row_of("a", "a1", Counted()), C.Evidence.from_samples([0.1, 0.2, 0.15])),
+        "a2": (_row_of("a", "a2", Counted()), C.Evidence.from_samples([-0.1, 0.2, 0.05])),
+        "au": (_row_of("a", "au", Counted()), C.Evidence.from_samples([0.1, 0.2], unmet="did not learn")),
+    }
+    d = C.adjust(rows)
+    assert len(calls) == 2 and d["a1"].family == 2  # the row without its precondition is not tested at all
+
+
 def test_monotone_reads_a_significant_reversal_end_to_end_as_not_supported():
     # every step within error, the series as a whole significantly the wrong way (Kong's SSIM 0.364 -> 0.328)
     ev = C.Evidence(x=(0.1, 0.25, 0.5, 0.75), y=(0.364, 0.352, 0.340, 0.328), y_err=(0.002,) * 4, y_n=(3,) * 4)
@@ -571,6 +644,28 @@ def test_units_show_accuracy_differences_in_points():
     assert book.format_value(ev) == "-0.03 ± 0.01 s.e. (n=2)"
     with pytest.raises(C.ParameterError, match="unit"):
         book.format_value(ev, "percent")
+
+
+#: rows whose measure names an accuracy although their value is something else (a correlation with an accuracy is
+#: recognised by its measure)
+NOT_AN_ACCURACY = {"bisulco.fig15_best_decoder": "a decoder depth"}
+
+
+def test_accuracy_rows_are_shown_in_points_like_the_papers():
+    """Issue 21: the scoreboard's "paper" and "ours" columns use one unit per row. The papers give accuracies in
+    percent, we store fractions: every row whose value is an accuracy (or a difference of accuracies) is shown in
+    points (``unit="points"``), and no other row is; a paper value stated in % or points is always such a row."""
+    import re
+
+    assert set(NOT_AN_ACCURACY) <= set(C.REGISTRY)
+    wrong = []
+    for cid, c in C.REGISTRY.items():
+        correlation = re.search(r"\b(Spearman|correlation)\b", c.measure)
+        accuracy = bool(re.search(r"\baccuracy\b", c.measure)) and not correlation and cid not in NOT_AN_ACCURACY
+        percent = bool(re.search(r"%|\bpoints?\b", c.paper_value))
+        if (c.unit == "points") != accuracy or (percent and c.unit != "points"):
+            wrong.append(f"{cid}: unit {c.unit!r}, paper value {c.paper_value!r}")
+    assert not wrong, wrong
 
 
 def test_no_notebook_builds_evidence_or_a_precondition_itself():

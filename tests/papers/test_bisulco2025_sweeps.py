@@ -156,7 +156,10 @@ def test_finetune_vs_probe_compares_each_fine_tuned_run_with_its_own_probe():
     assert list(out.index) == [1, 2, 4]
     np.testing.assert_allclose(out.gain.to_numpy(), [-0.05, 0.10, 0.10])
     assert out.beats.tolist() == [False, True, True]
-    assert reason == "fine-tuning did not beat the frozen probe (enc 1: 65.0 % <= probe 70.0 %)"
+    assert reason == (
+        "fine-tuning did not learn (fine-tuned accuracy not above the frozen linear probe: "
+        "enc 1 65.0 % <= probe 70.0 %)"
+    )
     ok, none = sweeps.finetune_vs_probe(runs[runs.enc != 1])
     assert none == "" and ok.beats.all()
 

@@ -74,12 +74,6 @@ def test_decoder_attention_on_random_model():
     assert out["r2_chance"] == pytest.approx(16 / 32)
 
 
-def test_learned_precondition():
-    assert D.learned(0.5, 1.0, 0.1) == ""
-    assert "did not learn" in D.learned(0.95, 1.0, 0.1)
-    assert "did not learn" in D.learned(float("nan"), 1.0, 0.1)
-
-
 # ------------------------------------------------------------------------------------ model options (Thm. 5.1 b)
 def test_default_options_are_bit_identical():
     a = models.create("mae", "micro", seed=3)

@@ -12,7 +12,7 @@ import pytest
 
 from maelab import profiles, store
 from maelab._validate import ParameterError
-from maelab.claims import Evidence, ReconstructionCheck, verdict
+from maelab.claims import Evidence, Precondition, ReconstructionCheck, RunStopped, verdict
 from maelab.papers.cao2022 import evidence as E
 from maelab.papers.cao2022 import trained
 from maelab.papers.cao2022.claims import CLAIMS
@@ -134,15 +134,17 @@ def test_run_gates_are_the_two_loss_margins_and_divergence():
     )  # fmt: skip
     gates = E.run_gates(s, 1.0, DECODER)
     assert [g.learned for g in gates] == [True, False, False, False, True]
-    assert all(isinstance(c, ReconstructionCheck) for g in gates for c in g.checks)
+    assert all(isinstance(c, ReconstructionCheck) for i in (0, 1, 2, 4) for c in gates[i].checks)
+    assert [type(c) for c in gates[3].checks] == [RunStopped] and not gates[3].checks[0].met  # diverged: no loss
+    assert all(isinstance(g, Precondition) for g in gates)  # a gate is a check of the book's family itself
     assert gates[0].checks[0].max_ratio == pytest.approx(0.8) and gates[0].checks[1].max_ratio == pytest.approx(0.95)
     assert "softmax (official) seed 1" in gates[1].unmet and "untrained model" in gates[1].unmet  # 0.85 > 0.8 x 1.0
     assert "mean" not in gates[1].unmet
     assert "predicting each patch's mean" in gates[2].unmet and "untrained" not in gates[2].unmet  # 0.96 > 0.95
     assert gates[3].unmet == "unnormalised (exp) seed 0: diverged: non-finite loss at epoch 2/4"
     assert E.learned_seeds(gates, "softmax") == [0] and E.learned_seeds(gates, "skip") == [0]
-    assert E.unmet_of(gates, "skip") == ""
-    assert E.unmet_of(gates, "softmax", "exp") == "; ".join(g.unmet for g in gates[1:4])
+    assert E.variants_unmet(gates, "skip") == ""
+    assert E.variants_unmet(gates, "softmax", "exp") == "; ".join(g.unmet for g in gates[1:4])
 
 
 def _readout(psnr):

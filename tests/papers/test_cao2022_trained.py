@@ -2,12 +2,13 @@
 checked against the library's own building blocks called independently), divergence, and the checkpoint path."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from maelab import experiments, models, profiles
 from maelab._validate import ParameterError
-from maelab.papers.cao2022 import decoder, plan, trained
+from maelab.papers.cao2022 import decoder, evidence, plan, trained
 from maelab.train import loop
 
 
@@ -112,7 +113,8 @@ def test_a_diverged_run_is_reported_not_raised(monkeypatch, tmp_path):
     s = out["summary"]
     assert s["diverged"].startswith("non-finite training loss inf at epoch 1/1") and s["diverged_epoch"] == 1
     assert np.isnan(s["final_loss"]) and list(out["curve"].epoch) == [0] and "readout" not in out
-    assert decoder.learned(s["final_loss"], s["init_loss"], 0.2).startswith("model did not learn")
+    gate = evidence.run_gates(pd.DataFrame([{"variant": "exp", "seed": 0, **s}]), 1.0, S)[0]
+    assert not gate.learned and gate.unmet.startswith(f"unnormalised ({S.kernel}) seed 0: diverged: non-finite")
 
 
 def test_run_variant_needs_every_epoch_kept():
@@ -167,12 +169,3 @@ def test_mean_predictor_loss_by_hand():
     raw = models.create("mae", "micro", img_size=8, in_chans=1, patch_size=4, norm_pix_loss=False, seed=0)
     # without norm_pix_loss the target is the pixels: mean of x^2 over the image
     assert trained.mean_predictor_loss(raw, img) == pytest.approx(float((img**2).mean()), rel=1e-6)
-
-
-def test_beats_reference_by_hand():
-    assert trained.beats_reference(0.5, 0.6, 0.1) == ""  # 0.5 <= 0.9 * 0.6 = 0.54
-    msg = trained.beats_reference(0.55, 0.6, 0.1)  # 0.55 > 0.54
-    assert msg == "model not 10% below the mean-predictor reference: test loss 0.55 vs 0.6"
-    assert trained.beats_reference(float("nan"), 0.6, 0.1).startswith("model not 10% below")
-    with pytest.raises(ParameterError):
-        trained.beats_reference(0.5, 0.6, 1.5)

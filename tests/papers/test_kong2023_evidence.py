@@ -17,6 +17,17 @@ from maelab.papers.kong2023.representations import LOW_LEVEL_CONTINUOUS
 SE3 = 1 / math.sqrt(3)
 
 
+def test_series_stats_by_hand():
+    # x = 1: 1, 2, 4 (mean 7/3, s.d. sqrt(7/3)); x = 2: one value, s.e. 0; x = 3: a NaN is not counted
+    frame = pd.DataFrame({"x": [2, 1, 1, 1, 3, 3], "y": [5.0, 1.0, 2.0, 4.0, 6.0, math.nan]})
+    st = kev.series_stats(frame, "x", "y")
+    assert list(st.index) == [1, 2, 3] and list(st["n"]) == [3, 1, 1]
+    assert st["mean"].tolist() == pytest.approx([7 / 3, 5.0, 6.0])
+    assert st["sem"].tolist() == pytest.approx([math.sqrt(7 / 3) / math.sqrt(3), 0.0, 0.0])
+    with pytest.raises(ParameterError, match="^frame must be"):
+        kev.series_stats(frame, "x", "z")
+
+
 # ------------------------------------------------------------------------------------------------- kong_theory
 def test_fig4_levels_are_the_min_levels_of_the_three_panels():
     ev = kev.fig4_levels({"low": {"min_level": 2}, "moderate": {"min_level": 0}, "extreme": {"min_level": 1}})

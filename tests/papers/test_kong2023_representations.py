@@ -71,10 +71,3 @@ def test_token_silhouette_probe_separates_informative_tokens():
         rng.standard_normal((30, 16, 6)), frac[:30], rng.standard_normal((10, 16, 6)), frac[30:]
     )
     assert abs(noise["balanced_accuracy"] - 0.5) < 0.15
-
-
-def test_learned_precondition():
-    assert rp.learned_precondition(0.5, 0.3, 0.05) == ""
-    assert "did not learn" in rp.learned_precondition(0.32, 0.3, 0.05)
-    with pytest.raises(ParameterError):
-        rp.learned_precondition(1.5, 0.3, 0.05)

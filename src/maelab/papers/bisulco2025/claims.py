@@ -277,6 +277,7 @@ CLAIMS: list[Claim] = [
         notebook="bisulco_sweeps",
         kind="trained",
         measure="linear-probe test accuracy against encoder depth at a fixed decoder depth, mean ± s.e. over seeds",
+        unit="points",
     ),
     Claim(
         id="bisulco.fig15_best_decoder",
@@ -338,6 +339,7 @@ CLAIMS: list[Claim] = [
         notebook="bisulco_sweeps",
         kind="trained",
         measure="linear-probe accuracy at the smallest minus at the largest patch size, paired over mask ratios",
+        unit="points",
     ),
     # identity: FLOPs are counted from the architecture: a larger mask ratio leaves the encoder fewer tokens
     Claim(
@@ -361,6 +363,7 @@ CLAIMS: list[Claim] = [
         notebook="bisulco_sweeps",
         kind="trained",
         measure="probe accuracy at the last epoch minus at half of training, deepest encoder, paired over seeds",
+        unit="points",
     ),
     Claim(
         id="bisulco.fig19_cka_last_layer",

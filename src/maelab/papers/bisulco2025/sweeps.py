@@ -34,6 +34,7 @@ import torch
 from maelab import evaluate, experiments, metrics
 from maelab._util import dry_run_limits, resolve_device
 from maelab._validate import ParameterError, one_of, positive_int
+from maelab.claims import FineTuneCheck
 
 __all__ = [
     "step_cost",
@@ -185,8 +186,9 @@ def finetune_vs_probe(runs, by: str = "enc"):
 
     Returns a DataFrame indexed by ``by`` (sorted) with ``linear_acc``, ``finetune_acc``, ``gain`` (fine-tuned minus
     probe) and ``beats`` (gain > 0), and the one-line reason fine-tuning "did not learn" ("" when every fine-tuned
-    run beats its own frozen probe). Fine-tuning at chance ties with a weak probe for a trivial reason, so a
-    statement about fine-tuning needs ``beats`` first.
+    run beats its own frozen probe: the book's :class:`maelab.claims.FineTuneCheck`, one entry per run).
+    Fine-tuning at chance ties with a weak probe for a trivial reason, so a statement about fine-tuning needs
+    ``beats`` first.
     """
     import pandas as pd
 
@@ -201,10 +203,10 @@ def finetune_vs_probe(runs, by: str = "enc"):
     out = ft.set_index(by)[["linear_acc", "finetune_acc"]].astype(float).sort_index()
     out["gain"] = out.finetune_acc - out.linear_acc
     out["beats"] = out.gain > 0
-    failed = [
-        f"{by} {i}: {100 * r.finetune_acc:.1f} % <= probe {100 * r.linear_acc:.1f} %"
-        for i, r in out.iterrows()
-        if not r.beats
-    ]
-    reason = "" if not failed else "fine-tuning did not beat the frozen probe (" + "; ".join(failed) + ")"
-    return out, reason
+    check = FineTuneCheck(
+        "fine-tuned accuracy",
+        tuple(out.finetune_acc),
+        tuple(out.linear_acc),
+        runs=tuple(f"{by} {i}" for i in out.index),
+    )
+    return out, check.unmet

@@ -205,12 +205,3 @@ def decoder_attention(
     k = int((enc["mask"][0] == 0).sum())
     out["r2_chance"] = min(k, a.head_dim) / a.head_dim
     return out
-
-
-def learned(trained_loss: float, init_loss: float, margin: float) -> str:
-    """Precondition of a trained-model claim: '' when the trained test loss is at least ``margin`` (relative) below
-    the untrained model's, else the reason (for ``Evidence(unmet=...)``)."""
-    in_range("margin", margin, 0.0, 1.0)
-    if not (trained_loss == trained_loss) or trained_loss > (1 - margin) * init_loss:
-        return f"model did not learn: test loss {trained_loss:.4g} not {margin:.0%} below the untrained {init_loss:.4g}"
-    return ""

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from maelab._validate import ParameterError, one_of
-from maelab.claims import Evidence, ReconstructionCheck
+from maelab.claims import Evidence, Precondition, ReconstructionCheck, RunStopped
 
 from . import trained
 
@@ -203,28 +203,30 @@ def variant_labels(settings: Any) -> dict[str, str]:
 @dataclasses.dataclass(frozen=True)
 class RunGate:
     """The learning precondition of one trained run of ``cao_decoder``: ``variant``, ``seed``, ``what`` (the run in
-    words, e.g. "softmax (official) seed 0").
-
-    ``stopped``: "" or why the run has no trained loss to judge (it diverged: the trainer's first line; or its test
-    loss is not finite). ``checks``: otherwise the two :class:`maelab.claims.ReconstructionCheck` of its final test
-    loss, against the untrained model's loss (``max_ratio = 1 - margin``) and against the loss of predicting each
-    patch's own mean (``max_ratio = 1 - ref_margin``)."""
+    words, e.g. "softmax (official) seed 0") and ``checks``, checks of the book's family
+    (:mod:`maelab.claims.preconditions`): a :class:`maelab.claims.RunStopped` when the run has no trained loss to judge
+    (it diverged: the trainer's first line; or its test loss is not finite), otherwise the two
+    :class:`maelab.claims.ReconstructionCheck` of its final test loss, against the untrained model's loss
+    (``max_ratio = 1 - margin``) and against the loss of predicting each patch's own mean
+    (``max_ratio = 1 - ref_margin``). A :class:`maelab.claims.Precondition` itself (``met``, ``unmet``)."""
 
     variant: str
     seed: int
     what: str
-    stopped: str = ""
-    checks: tuple[ReconstructionCheck, ...] = ()
+    checks: tuple[Precondition, ...] = ()
+
+    @property
+    def met(self) -> bool:
+        return all(c.met for c in self.checks)
 
     @property
     def learned(self) -> bool:
-        return not self.stopped and all(c.met for c in self.checks)
+        """Whether the run learned (every check holds), the page's column of that name."""
+        return self.met
 
     @property
     def unmet(self) -> str:
         """ "" when the run learned, else its reasons (joined by "; ")."""
-        if self.stopped:
-            return f"{self.what}: {self.stopped}"
         return "; ".join(c.unmet for c in self.checks if not c.met)
 
 
@@ -257,10 +259,12 @@ def run_gates(summary: pd.DataFrame, ref_loss: float, settings: Any) -> list[Run
     for r in summary.itertuples():
         what = f"{labels.get(r.variant, r.variant)} seed {r.seed}"
         if r.diverged:
-            gates.append(RunGate(r.variant, r.seed, what, stopped=f"diverged: {r.diverged.split(';')[0]}"))
+            gates.append(RunGate(r.variant, r.seed, what, (RunStopped(what, f"diverged: {r.diverged.split(';')[0]}"),)))
             continue
         if not (math.isfinite(r.final_loss) and math.isfinite(r.init_loss)):
-            gates.append(RunGate(r.variant, r.seed, what, stopped=f"no finite test loss ({r.final_loss:.4g})"))
+            gates.append(
+                RunGate(r.variant, r.seed, what, (RunStopped(what, f"no finite test loss ({r.final_loss:.4g})"),))
+            )
             continue
         checks = (
             ReconstructionCheck(
@@ -284,7 +288,7 @@ def run_gates(summary: pd.DataFrame, ref_loss: float, settings: Any) -> list[Run
     return gates
 
 
-def unmet_of(gates: Iterable[RunGate], *variants: str) -> str:
+def variants_unmet(gates: Iterable[RunGate], *variants: str) -> str:
     """The precondition of a claim on ``variants``: "" when every run of them learned, else the reasons of each run
     that did not, joined by "; "."""
     return "; ".join(g.unmet for g in gates if g.variant in variants and not g.learned)
@@ -317,13 +321,13 @@ def readout_gain_per_seed(runs: Mapping, variant: str, seeds: Iterable[int]) -> 
 
 def fig3_readout(runs: Mapping, gates: Sequence[RunGate], settings: Any) -> Evidence:
     """``cao.fig3_intermediate_readout``: :func:`readout_gain_per_seed` of the softmax runs that learned (in dB),
-    gated by every softmax run (:func:`unmet_of`); one NaN sample when none learned. ``settings``:
+    gated by every softmax run (:func:`variants_unmet`); one NaN sample when none learned. ``settings``:
     ``decoder_depth``."""
     g = readout_gain_per_seed(runs, "softmax", learned_seeds(gates, "softmax"))
     return Evidence.from_samples(
         list(g.values()) or [float("nan")],
         note=f"softmax, {len(g)} seeds; dB, worst of blocks 1..{settings.decoder_depth - 1}",
-        unmet=unmet_of(gates, "softmax"),
+        unmet=variants_unmet(gates, "softmax"),
     )
 
 
@@ -366,12 +370,12 @@ def layer_change(runs: Mapping, gates: Sequence[RunGate], settings: Any) -> dict
         "cao.thm51_trained_small_change": Evidence.from_samples(
             list(mx.values()) or [float("nan")],
             note=f"softmax, {len(mx)} seeds; max over {S.depth} encoder + {S.decoder_depth} decoder blocks",
-            unmet=unmet_of(gates, "softmax"),
+            unmet=variants_unmet(gates, "softmax"),
         ),
         "cao.thm51b_softmax_more_stable": Evidence.from_samples(
             d or [float("nan")],
             note=f"{len(d)} seeds paired; mean block change",
-            unmet=unmet_of(gates, "softmax", "exp"),
+            unmet=variants_unmet(gates, "softmax", "exp"),
         ),
     }
 
@@ -422,7 +426,7 @@ def first_block_attention(runs: Mapping, gates: Sequence[RunGate], settings: Any
     soft = att[att.variant == "softmax"]
     r2s, far = soft.r2.tolist(), soft.far_fraction.tolist()
     side = 28 // settings.patch_size
-    unmet = unmet_of(gates, "softmax")
+    unmet = variants_unmet(gates, "softmax")
     chance = soft.r2_chance.mean() if len(soft) else float("nan")
     return {
         "cao.lemma61_visible_span": Evidence.from_samples(

@@ -126,9 +126,10 @@ class CaoDecoderSettings(NotebookSettings):
     masks. Variants: the official softmax attention, the same kernel unnormalised (``kernel``), and the attention
     residual scaled by ``skip_scale``. The encoder has ``depth`` blocks, the decoder ``decoder_depth`` (Fig. 3 reads
     out every decoder block). Precondition of every claim: each run's test reconstruction loss is at least
-    ``margin`` (relative) below that of its untrained model (:func:`maelab.papers.cao2022.decoder.learned`) and
-    ``ref_margin`` below the loss of predicting each patch's mean
-    (:func:`maelab.papers.cao2022.trained.beats_reference`).
+    ``margin`` (relative) below that of its untrained model and ``ref_margin`` below the loss of predicting each
+    patch's mean (:func:`maelab.papers.cao2022.trained.mean_predictor_loss`), and the run did not diverge: two
+    :class:`maelab.claims.ReconstructionCheck` or a :class:`maelab.claims.RunStopped` per run
+    (:func:`maelab.papers.cao2022.evidence.run_gates`).
 
     cpu: sized on the shared 2-core machine (a first run at batch 256, 6,000 images x 3 epochs = 70 optimiser steps,
     trained at ~240 images / s): its models' test loss (0.60-0.64) fell far below the untrained models' (1.9-3.7)

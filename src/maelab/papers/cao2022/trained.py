@@ -29,7 +29,7 @@ import torch
 
 from maelab import evaluate, experiments, models
 from maelab._util import resolve_device
-from maelab._validate import ParameterError, in_range, positive_int
+from maelab._validate import ParameterError, positive_int
 from maelab.train.loop import NonFiniteLossError
 
 from . import decoder
@@ -112,18 +112,6 @@ def mean_predictor_loss(model, images: torch.Tensor) -> float:
     beat (random init can be far above it, so a drop from init alone proves little)."""
     t = model.target(images)
     return float(model.reconstruction_loss(torch.zeros_like(t), t, torch.ones(t.shape[:2], device=t.device)))
-
-
-def beats_reference(trained_loss: float, ref_loss: float, margin: float) -> str:
-    """Second precondition of a trained-model claim: '' when the trained test loss is at least ``margin``
-    (relative) below ``ref_loss``, the loss of predicting each patch's own mean (:func:`mean_predictor_loss`), else
-    the reason (for ``Evidence(unmet=...)``). A model that only learned the output scale stops near the reference."""
-    in_range("margin", margin, 0.0, 1.0)
-    if not (trained_loss == trained_loss) or trained_loss > (1 - margin) * ref_loss:
-        return (
-            f"model not {margin:.0%} below the mean-predictor reference: test loss {trained_loss:.4g} vs {ref_loss:.4g}"
-        )
-    return ""
 
 
 def _loss_curve(spec, snapshots: Mapping[int, dict], model, images, n_loss: int) -> list[float]:
@@ -267,7 +255,6 @@ def checkpoint_readouts(
 
 __all__ = [
     "VARIANT_NAMES",
-    "beats_reference",
     "checkpoint_readouts",
     "diverged_at",
     "intermediate_gain",

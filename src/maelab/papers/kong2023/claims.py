@@ -190,6 +190,7 @@ CLAIMS: list[Claim] = [
         notebook=REP,
         kind="trained",
         measure="per seed [CLS] linear-probe accuracy(0.75) − accuracy(0.1), MNIST test set (shared zoo)",
+        unit="points",
     ),
     Claim(
         id="kong.tab1_probe_075_090",
@@ -201,6 +202,7 @@ CLAIMS: list[Claim] = [
         notebook=REP,
         kind="trained",
         measure="per seed [CLS] linear-probe accuracy(0.75) − accuracy(0.9), MNIST test set (shared zoo)",
+        unit="points",
     ),
     Claim(
         id="kong.tab1_shift_075_010",
@@ -212,6 +214,7 @@ CLAIMS: list[Claim] = [
         notebook=REP,
         kind="trained",
         measure="per seed mean over the four shapes shifts of accuracy(0.75) − accuracy(0.1)",
+        unit="points",
     ),
     Claim(
         id="kong.tab2_shape_bias_010",
@@ -245,6 +248,7 @@ CLAIMS: list[Claim] = [
         notebook=REP,
         kind="trained",
         measure="per seed mean k-NN class accuracy at {0.5, 0.75} − at {0.1, 0.9}",
+        unit="points",
     ),
     Claim(
         id="kong.latent_low_ext",
@@ -278,5 +282,6 @@ CLAIMS: list[Claim] = [
         notebook=REP,
         kind="trained",
         measure="per seed per-token ink-vs-background probe balanced accuracy(0.75) − (0.1) (shared MNIST zoo)",
+        unit="points",
     ),
 ]

@@ -10,7 +10,7 @@ row of the page (and the learning checks that gate them, which the pages show).
   :func:`ratio_extremes`, :func:`theorem2_rows`; all of them: :func:`theory_rows`.
 * ``kong_reconstruction`` (Fig. 5): the precondition :func:`reconstruction_checks` (one
   :class:`maelab.claims.ReconstructionCheck` per model), the trends :func:`fig5_trend` (``Monotone`` rows: the mean
-  over seeds of each point, its standard error :func:`mean_sem` and the seeds behind it, ``y_n``) and the paired
+  over seeds of each point, its standard error :func:`series_stats` and the seeds behind it, ``y_n``) and the paired
   differences :func:`fig5_high_ratio`; all of them: :func:`reconstruction_rows`.
 * ``kong_representations`` (Tables 1-3, Figs 6-8): the precondition :func:`learned_check` (a
   :class:`maelab.claims.LearnedCheck` of the ``unit_ratio`` model's class probe against its random init), then per-seed
@@ -36,7 +36,7 @@ from .representations import LOW_LEVEL_CONTINUOUS
 from .settings import EXTREMES
 
 __all__ = [
-    "mean_sem",
+    "series_stats",
     "fig4_levels",
     "unit_level_trend",
     "ratio_extremes",
@@ -65,12 +65,14 @@ def _need(frame, columns: Sequence[str], what: str) -> None:
         raise ParameterError(what, f"a table with columns {list(columns)}", f"missing {missing}")
 
 
-def mean_sem(frame, by: str, column: str):
+def series_stats(frame, by: str, column: str):
     """Per value of ``by`` (sorted): the ``mean`` of ``column``, its standard error over the rows (sample std with
     ddof 1 / sqrt(n); 0 where a point has one value) and ``n``, the values behind it (NaN not counted).
 
     Returns a DataFrame indexed by ``by`` with columns ``mean``, ``sem``, ``n``: the points, error bars and degrees
-    of freedom of a series over seeds (the page's plots and :func:`fig5_trend` read the same numbers)."""
+    of freedom of a series over seeds (the page's plots and :func:`fig5_trend` read the same numbers). Not
+    :func:`maelab.metrics.mean_sem`, which takes an array and gives NaN for one value: a point of one seed here has
+    s.e. 0, which :class:`maelab.claims.Monotone` reads as a point without spread."""
     import pandas as pd
 
     _need(frame, [by, column], "frame")
@@ -195,7 +197,7 @@ def fig5_trend(
     """A Fig.-5 trend (``Monotone`` rows): ``metric`` of the unmasked reconstructions against the mask ratio
     (``along="ratio"``, the models at masking unit 1) or the masking unit (``along="unit"``, the models at
     ``unit_ratio``), at the values ``xs`` only: ``y`` the mean over seeds, ``y_err`` its standard error,
-    ``y_n`` the seeds behind each point (:func:`mean_sem`)."""
+    ``y_n`` the seeds behind each point (:func:`series_stats`)."""
     one_of("along", along, ("ratio", "unit"))
     one = _trained(scores)
     _need(one, [metric], "scores")
@@ -203,7 +205,7 @@ def fig5_trend(
     frame = frame[frame[along].isin(list(xs))]
     if frame.empty:
         raise ParameterError("xs", f"values of {along} present in the scores", tuple(xs))
-    return _series(mean_sem(frame, along, metric), note, unmet)
+    return _series(series_stats(frame, along, metric), note, unmet)
 
 
 def fig5_high_ratio(scores, metric: str, high: float, mid: float, *, note: str = "", unmet: str = "") -> Evidence:
@@ -270,8 +272,7 @@ def paired_gap(rows, columns, high: Sequence[str], low: Sequence[str], seeds: Se
 def learned_check(rows, model: str, seeds: Sequence[int], margin: float, pool: str = "cls") -> LearnedCheck:
     """The precondition of every representation row: in every seed, the class probe (``class_acc``) of ``model``
     (the ``unit_ratio`` encoder) beats the same architecture at random initialisation (same seed) by more than
-    ``margin`` (a :class:`maelab.claims.LearnedCheck`; the former per-seed
-    :func:`.representations.learned_precondition` applied the same rule)."""
+    ``margin`` (a :class:`maelab.claims.LearnedCheck`)."""
     probe = "[CLS] linear probe" if pool == "cls" else f"{pool}-pooled linear probe"
     return LearnedCheck(
         f"MAE {model}, shapes, {probe}",

@@ -17,9 +17,9 @@
   patch). Uniform attention scores the mean coverage (returned as ``chance``).
 * :func:`token_silhouette_probe`: the Table-3 analogue: a logistic regression on single patch tokens predicting
   object (coverage > threshold) vs background; accuracy and balanced accuracy.
-* :func:`learned_precondition`: the stated precondition for every trained-model claim, for one seed (the page
-  applies it to every seed as a :class:`maelab.claims.LearnedCheck`,
-  :func:`maelab.papers.kong2023.evidence.learned_check`).
+
+The precondition of every trained-model claim is a :class:`maelab.claims.LearnedCheck` over every seed
+(:func:`maelab.papers.kong2023.evidence.learned_check`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ __all__ = [
     "cls_attention_maps",
     "silhouette_mass",
     "token_silhouette_probe",
-    "learned_precondition",
     "patch_tokens",
     "LOW_LEVEL_CONTINUOUS",
     "measure_encoder",
@@ -267,20 +266,6 @@ def token_silhouette_probe(
         "majority": float(np.mean(yte == major)),
         "object_rate": float(np.mean(yte)),
     }
-
-
-def learned_precondition(trained_acc: float, random_init_acc: float, margin: float) -> str:
-    """The precondition of every trained-model claim: ``""`` when the class probe of the trained encoder beats the
-    same architecture at random initialisation by more than ``margin`` (accuracy fractions), else the reason."""
-    in_range("margin", margin, 0.0, 1.0)
-    for name, v in (("trained_acc", trained_acc), ("random_init_acc", random_init_acc)):
-        in_range(name, v, 0.0, 1.0)
-    if trained_acc - random_init_acc > margin:
-        return ""
-    return (
-        f"the encoder did not learn: class probe {trained_acc:.3f} vs {random_init_acc:.3f} at random init "
-        f"(margin {margin:g} required)"
-    )
 
 
 @torch.no_grad()

@@ -33,6 +33,7 @@ import numpy as np
 from maelab import evaluate, experiments, metrics, models, train
 from maelab._util import resolve_device
 from maelab._validate import ParameterError
+from maelab.claims import FineTuneCheck
 
 POOLS = ("cls", "mean")
 #: per-run numbers in :func:`compare`'s ``runs`` table (suffix ``_mean`` for mean-pooled patch tokens)
@@ -374,7 +375,8 @@ def summary(
 
 def finetune_unmet(runs, variants: Sequence[str] = ("mae", "umae")) -> str:
     """The precondition of a fine-tuning comparison: fine-tuning must have *learned*, i.e. for every variant the
-    mean fine-tuned test accuracy exceeds the mean linear-probe accuracy of the same frozen encoder ([CLS]).
+    mean fine-tuned test accuracy exceeds the mean linear-probe accuracy of the same frozen encoder ([CLS]): the
+    book's :class:`maelab.claims.FineTuneCheck` with one entry per variant (the means over its seeds).
 
     Two runs that both stay at chance agree "within tolerance" for a trivial reason; such a tie must not count as
     support for "fine-tuning is unchanged". Returns "" when the precondition holds, else a one-line reason (for
@@ -383,22 +385,15 @@ def finetune_unmet(runs, variants: Sequence[str] = ("mae", "umae")) -> str:
     for col in ("variant", "finetune_acc", "linear_acc"):
         if col not in runs.columns:
             raise ParameterError("runs", f"a table with a {col!r} column", list(runs.columns))
-    failed = []
+    finetuned, probe = [], []
     for v in variants:
         sub = runs[runs.variant == v]
         ft = sub.finetune_acc.astype(float).dropna()
         if sub.empty or ft.empty:
             raise ParameterError("variants", f"variants fine-tuned in runs {sorted(set(runs.variant))}", v)
-        lin = float(sub.linear_acc.astype(float).mean())
-        if not float(ft.mean()) > lin:
-            failed.append(f"{v} {100 * float(ft.mean()):.1f} % <= probe {100 * lin:.1f} %")
-    if not failed:
-        return ""
-    return (
-        "fine-tuning did not learn (mean fine-tuned accuracy not above the frozen linear probe: "
-        + "; ".join(failed)
-        + ")"
-    )
+        finetuned.append(float(ft.mean()))
+        probe.append(float(sub.linear_acc.astype(float).mean()))
+    return FineTuneCheck("mean fine-tuned accuracy", tuple(finetuned), tuple(probe), runs=tuple(variants)).unmet
 
 
 def per_seed_curve_gap(curves, column: str = "eval_online_acc", a: str = "umae", b: str = "mae") -> list[float]:
