@@ -690,3 +690,292 @@ def test_non_finite_pixels_are_named_as_bad_input_not_a_learning_rate(monkeypatc
         train.train(tiny(), data, cfg(epochs=1), device="cpu")
     msg = _one_line(e.value, "data.images", "NaN or inf", "index 5")
     assert "blr" not in msg
+
+
+# ------------------------------------------------------------------------------------ what the store trusts (issue 24)
+def _two_in_one_folder(root: Path) -> None:
+    """nb/res.cpu and nb/other.cpu (values, an npz and a CSV each) and nb/plain.cpu (JSON values only)."""
+    for name, n in (("res", 1), ("other", 2)):
+        store.load_or_compute(
+            name, {"v": n}, lambda n=n: _values(f"w{n}", n), notebook="nb", profile="cpu", root=root, log=None
+        )
+    store.load_or_compute("plain", {"v": 0}, lambda: {"tag": "p"}, notebook="nb", profile="cpu", root=root, log=None)
+
+
+def _side(root: Path, name: str, suffix: str, notebook: str = "nb") -> Path:
+    (p,) = (root / notebook).glob(f"{name}.cpu.*{suffix}")
+    return p
+
+
+def _rewrite(path: Path, edit) -> None:
+    """Edit a record's JSON and recompute its checksum: a forgery the checksum cannot see, caught elsewhere."""
+    rec = json.loads(path.read_text())
+    edit(rec)
+    rec["sha256"] = store.record_checksum(rec)
+    path.write_text(json.dumps(rec, indent=1))
+
+
+def _swap(a: Path, b: Path) -> None:
+    ba, bb = a.read_bytes(), b.read_bytes()
+    a.write_bytes(bb), b.write_bytes(ba)
+
+
+def _relink(path: Path, elsewhere: Path) -> None:
+    """Move ``path`` to ``elsewhere`` and leave a symbolic link to it in its place (same bytes, seen through a link)."""
+    elsewhere.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(path, elsewhere)
+    path.symlink_to(elsewhere)
+
+
+def _plain_text(root: Path, old: str, new: str) -> None:
+    p = store.record_path(root, "nb", "plain", "cpu")
+    p.write_text(p.read_text().replace(old, new))
+
+
+# each case: what it does to a results root, the record it then asks for, a piece of the one-line refusal, and the
+# path `check` must name
+UNTRUSTED = {
+    "renamed": (
+        lambda r, t: (r / "nb" / "plain.cpu.json").rename(r / "nb" / "moved.cpu.json"),
+        ("nb", "moved", "cpu"),
+        "stands as nb/moved.cpu but was written as nb/plain.cpu",
+    ),
+    "copied to another profile": (
+        lambda r, t: shutil.copy(r / "nb" / "plain.cpu.json", r / "nb" / "plain.gpu.json"),
+        ("nb", "plain", "gpu"),
+        "was written as nb/plain.cpu",
+    ),
+    "copied to another notebook folder": (
+        lambda r, t: shutil.copytree(r / "nb", r / "nb2"),
+        ("nb2", "res", "cpu"),
+        "stands as nb2/res.cpu but was written as nb/res.cpu",
+    ),
+    "provenance names another notebook": (
+        lambda r, t: _rewrite(
+            store.record_path(r, "nb", "res", "cpu"), lambda rec: rec["provenance"].update(notebook="masking")
+        ),
+        ("nb", "res", "cpu"),
+        "was written as masking/res.cpu",
+    ),
+    "side files swapped between records": (
+        lambda r, t: _swap(_side(r, "res", ".npz"), _side(r, "other", ".npz")),
+        ("nb", "res", "cpu"),
+        "was changed (SHA-256 mismatch)",
+    ),
+    "side file missing": (lambda r, t: _side(r, "res", ".csv").unlink(), ("nb", "res", "cpu"), "is missing"),
+    "record is a symbolic link": (
+        lambda r, t: _relink(r / "nb" / "plain.cpu.json", t / "elsewhere" / "nb" / "plain.cpu.json"),
+        ("nb", "plain", "cpu"),
+        "record is a symbolic link",
+    ),
+    "side file is a symbolic link": (
+        lambda r, t: _relink(_side(r, "res", ".npz"), t / "elsewhere" / "x.npz"),
+        ("nb", "res", "cpu"),
+        ".npz is a symbolic link",
+    ),
+    "notebook folder is a symbolic link": (
+        lambda r, t: _relink(r / "nb", t / "elsewhere" / "nb"),
+        ("nb", "res", "cpu"),
+        "its folder is a symbolic link",
+    ),
+    "NaN literal": (lambda r, t: _plain_text(r, '"p"', "NaN"), ("nb", "plain", "cpu"), "NaN is not a JSON number"),
+    "number overflowing a float": (
+        lambda r, t: _plain_text(r, '"p"', "1e999"),
+        ("nb", "plain", "cpu"),
+        "number 1e999 overflows",
+    ),
+    "duplicate key (shows one value, loads another)": (
+        lambda r, t: _plain_text(r, '"tag": "p"', '"tag": "FORGED", "tag": "p"'),
+        ("nb", "plain", "cpu"),
+        "duplicate key 'tag'",
+    ),
+}
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+@pytest.mark.parametrize("case", UNTRUSTED)
+def test_load_check_and_migrate_refuse_the_same_records(tmp_path, case, capsys):
+    """What the store trusts: one verification for loading and for the admin commands. A record is bound to its
+    notebook, name and profile; links, non-plain files and non-strict JSON are refused; each in one line, by
+    ``load`` (hence ``load_or_compute``: it recomputes), by ``check`` and by ``migrate`` (which writes nothing)."""
+    root = tmp_path / "results"
+    _two_in_one_folder(root)
+    tamper, (notebook, name, profile), why = UNTRUSTED[case]
+    tamper(root, tmp_path)
+    with pytest.raises(store.RecordError) as e:
+        store.load(notebook, name, profile, root=root)
+    msg = _one_line(e.value, why)
+    target = store.record_path(root, notebook, name, profile)
+    assert msg.startswith(f"{target}: ")
+    logs: list[str] = []
+    assert store.check(root, log=logs.append) >= 1
+    assert any(str(target) in line or line.startswith(f"[check] stray: {root / notebook} ") for line in logs), logs
+    before = _files(tmp_path)
+    logs.clear()
+    counts = store.migrate(root, log=logs.append)
+    assert counts["failed"] >= 1 and counts["upgraded"] == 0 and _files(tmp_path) == before
+    assert any(line.startswith("[migrate] FAILED ") and why in line for line in logs), logs
+    assert store.main(["check", str(root)]) == 1 and store.main(["migrate", str(root)]) == 1
+    assert _files(tmp_path) == before
+    capsys.readouterr()
+
+
+def test_a_fifo_in_place_of_a_side_file_is_refused_not_waited_on(tmp_path):
+    """A read of a FIFO blocks until someone writes to it: the store opens only plain files."""
+    root = tmp_path / "results"
+    _two_in_one_folder(root)
+    npz = _side(root, "res", ".npz")
+    npz.unlink()
+    os.mkfifo(npz)
+    p = _child(
+        """
+        root = os.environ["RESULTS"]
+        try:
+            store.load("nb", "res", "cpu", root=root)
+        except store.RecordError as e:
+            print("refused:", e, flush=True)
+        print("check problems:", store.check(root, log=lambda s: None), flush=True)
+        print("migrate failed:", store.migrate(root, log=lambda s: None)["failed"], flush=True)
+    """,
+        tmp_path,
+        RESULTS=str(root),
+    )
+    assert p.wait(timeout=60) == 0, _output(p)
+    out = _output(p)
+    assert f"refused: {root / 'nb' / 'res.cpu.json'}: side file {npz.name} is not a plain file" in out
+    assert (
+        "check problems: 3" in out
+    )  # the record, and its side files (the FIFO, the CSV): no trusted record names them
+    assert "migrate failed: 1" in out
+
+
+@pytest.mark.parametrize(
+    "notebook, name, profile, param",
+    [
+        ("../outside", "res", "cpu", "notebook"),
+        ("nb", "../../outside/res", "cpu", "name"),
+        ("nb", "res", "c/u", "profile"),
+    ],
+)
+def test_a_name_cannot_lead_outside_the_results_root(tmp_path, notebook, name, profile, param):
+    """A valid record stands where ``../`` in a name would lead: ``load`` refuses the name before any path is built."""
+    store.load_or_compute("res", {"v": 1}, lambda: {"tag": "x"}, notebook="outside", profile="cpu", root=tmp_path)
+    (tmp_path / "results" / "nb").mkdir(parents=True)
+    with pytest.raises(book.ParameterError) as e:
+        store.load(notebook, name, profile, root=tmp_path / "results")
+    assert _one_line(e.value, param).startswith(f"{param} must be ")
+
+
+def test_check_lists_everything_under_the_root_that_is_not_a_trusted_record(tmp_path):
+    """``check`` passes only what the loader trusts, the side files those records name in their own folder and
+    lock files; everything else is listed (it was blind to all but temp files and unnamed csv/npz, and took a side
+    file named by a record of another notebook for a valid one)."""
+    root = tmp_path / "results"
+    _two_in_one_folder(root)
+    store.load_or_compute("res", {"v": 3}, lambda: _values("w3", 3), notebook="nb2", profile="cpu", root=root, log=None)
+    assert store.check(root, log=lambda s: None) == 0
+    npz = _side(root, "res", ".npz")
+    strays = [
+        root / "x.json",
+        root / "nb" / "notes.txt",
+        root / "nb" / "res.cpu.json.bak",
+        root / "nb" / ".hidden.json",
+        root / "nb" / "sub",
+        root / "nb2" / npz.name,
+        root / "nb" / ".maelab-tmp-store.res.cpu.killed",
+    ]
+    (root / "x.json").write_text("{}")
+    (root / "nb" / "notes.txt").write_text("notes")
+    shutil.copy(root / "nb" / "res.cpu.json", root / "nb" / "res.cpu.json.bak")
+    (root / "nb" / ".hidden.json").write_text("{}")
+    (root / "nb" / "sub").mkdir()
+    (root / "nb" / "sub" / "y.csv").write_text("a\n1\n")
+    shutil.copy(npz, root / "nb2" / npz.name)
+    (root / "nb" / ".maelab-tmp-store.res.cpu.killed").mkdir()
+    logs: list[str] = []
+    n = store.check(root, log=logs.append)
+    listed = sorted(line.split()[2] for line in logs if line.startswith("[check] stray: "))
+    assert listed == sorted(map(str, strays)) and n == len(strays), logs
+    # a notebook folder given as the root is not a results root
+    assert store.check(root / "nb2", log=lambda s: None) > 0
+
+
+def _schema1_record(root: Path, name: str) -> Path:
+    return root / "masking" / f"{name}.cpu.json"
+
+
+def _edit_json(path: Path, edit) -> None:
+    rec = json.loads(path.read_text())
+    edit(rec)
+    path.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+
+
+def _strip(rec: dict, value: str) -> None:
+    """Tamper with a current record's value and strip it to the old format (no checksum to recompute)."""
+    rec["data"]["tag"] = value
+    del rec["schema"], rec["sha256"]
+    rec["provenance"]["schema"] = 1
+
+
+def _stripped_current(root: Path, sides: bool) -> Path:
+    vals = _values("w1", 1) if sides else {"tag": "w1"}
+    store.load_or_compute("fresh", {"v": 1}, lambda: vals, notebook="masking", profile="cpu", root=root, log=None)
+    path = _schema1_record(root, "fresh")
+    _edit_json(path, lambda rec: _strip(rec, "FORGED"))
+    return path
+
+
+MIGRATE_CASES = {
+    # an old record moved to another notebook folder: the loader would refuse it once upgraded, migrate did not
+    "moved to another notebook": (
+        lambda r: shutil.move(_schema1_record(r, "identity_1d"), r / "other" / "identity_1d.cpu.json"),
+        "written as masking/identity_1d.cpu",
+    ),
+    # a listed array missing from the npz: migrate rewrote the JSON, then found it unreadable
+    "npz without a listed array": (
+        lambda r: _edit_json(_schema1_record(r, "spectra_2d"), lambda rec: rec["arrays"]["keys"].append("gone")),
+        "does not hold exactly the listed arrays",
+    ),
+    # a malformed side-file entry: migrate crashed with a TypeError traceback
+    "malformed side-file entry": (
+        lambda r: _edit_json(_schema1_record(r, "spectra_2d"), lambda rec: rec.update(arrays="x")),
+        "malformed record",
+    ),
+    # a current record, edited and stripped to the old format: migrate blessed the edit with a fresh checksum
+    "current record stripped (side files)": (
+        lambda r: _stripped_current(r, sides=True),
+        "marks of the current format",
+    ),
+    "current record stripped (values only)": (
+        lambda r: _stripped_current(r, sides=False),
+        "marks of the current format (datasets)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", MIGRATE_CASES)
+def test_migrate_is_as_strict_as_loading(tmp_path, case):
+    """``migrate`` verifies an old record as the loader does, all but the checksum it lacks, and writes nothing
+    unless all of it holds; the genuine old records beside it are upgraded."""
+    from test_store import _schema1_copy
+
+    _schema1_copy(tmp_path / "masking")
+    (tmp_path / "other").mkdir()
+    n_old = len(list((tmp_path / "masking").glob("*.json")))
+    tamper, why = MIGRATE_CASES[case]
+    tamper(tmp_path)
+    bad = [p for p in tmp_path.glob("*/*.json") if p.name.startswith("fresh") or p.parent.name == "other"]
+    bad = bad or [_schema1_record(tmp_path, "spectra_2d")]
+    before = {p: p.read_bytes() for p in bad}
+    logs: list[str] = []
+    counts = store.migrate(tmp_path, log=logs.append)
+    assert counts["failed"] == 1 and counts["upgraded"] == n_old - (case == "moved to another notebook") - (
+        case.startswith("npz") or case.startswith("malformed")
+    ), (counts, logs)
+    (failed,) = [line for line in logs if line.startswith("[migrate] FAILED ")]
+    assert _one_line(failed, str(bad[0]), why)
+    assert {p: p.read_bytes() for p in bad} == before
+    assert store.main(["migrate", str(tmp_path)]) == 1

@@ -15,6 +15,7 @@ PAPERS = SRC / "papers"
 #: the general library: every module and package allowed at the top of src/maelab (one line each in README.md)
 GENERAL = {
     "__init__",
+    "_records",
     "_util",
     "_validate",
     "book",

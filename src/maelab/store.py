@@ -22,9 +22,13 @@ Guarantees (tested in ``tests/test_store.py`` and ``tests/test_faults.py``):
   files, or unreferenced side files, both removed by the next write of that result).
 * **One writer per result.** Writers hold ``fcntl.flock`` on ``.maelab-lock.<name>.<profile>``. A second process
   asking for the same result waits, then finds the fresh result instead of computing it again.
-* **Integrity.** On load the record's ``sha256`` and every side file's SHA-256 are verified. An edited value, an
-  edited or swapped side file: :class:`RecordError` from :func:`load`; :func:`load_or_compute` reports it in one
-  line and recomputes.
+* **Integrity.** One verification (``maelab._records.verify``) serves :func:`load` (hence :func:`load_or_compute`
+  and :func:`read`), the writer checking its own record before publishing it, and ``python -m maelab.store check``
+  and ``migrate``: the record's ``sha256``, every side file's SHA-256, its shape and its place. A record is bound to
+  the notebook, name and profile its provenance names, so one copied or renamed to another folder, name or profile
+  file is refused, as are symbolic links, non-plain files and non-strict JSON. An untrusted record:
+  :class:`RecordError` (one line) from :func:`load`; :func:`load_or_compute` reports it in one line and
+  recomputes. A checksum is not a signature: a value edited together with a recomputed SHA-256 is accepted.
 * **Exact values.** NaN and +-inf in JSON values are stored as ``{"__float__": "nan"}`` (``"inf"``, ``"-inf"``) and
   come back as floats.
 * **Fail before computing.** When a result must be computed, the results folder is checked first (creatable,
@@ -35,8 +39,10 @@ Guarantees (tested in ``tests/test_store.py`` and ``tests/test_faults.py``):
   before computing); the on/off variables parse strictly (``0``/``1``/``false``/``true``, else a one-line error).
 * **Formats.** Records written before the value checksum (schema 1) are not trusted by the loader (a record
   stripped down to schema 1 would otherwise skip the check): loading one raises :class:`OldSchemaError` naming
-  ``python -m maelab.store migrate ROOT``, which verifies their side files and adds the checksum (in place,
-  values untouched, idempotent). ``python -m maelab.store check ROOT`` verifies every record and lists stray files.
+  ``python -m maelab.store migrate ROOT``, which verifies them as the loader does (all but the checksum they lack;
+  one bearing marks of the current format is refused) and adds the checksum (in place, under the record's lock,
+  values untouched, idempotent). ``python -m maelab.store check ROOT`` verifies every record as the loader does and
+  lists everything else under ``ROOT`` (stray files and folders, links, temp files).
 
 Root: ``$MAELAB_RESULTS_DIR`` if set, else ``<repo>/data/results`` -- except for the ``smoke`` profile, whose
 results go to ``<repo>/.cache/results-smoke`` (gitignored): smoke runs never write into ``data/results``.
@@ -59,7 +65,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,14 +72,17 @@ from typing import Any
 
 import numpy as np
 
+from . import _records
+from ._records import FLOAT_KEY as _FLOAT_KEY
+from ._records import SCHEMA
+from ._records import canonical as _canonical
+from ._records import sha256_file as _sha256_file  # noqa: F401 - used as store._sha256_file by the tests
 from ._util import DRY_RUN_ENV, FLAG_VALUES, TMP_PREFIX, _owner, atomic_path, dry_run_dir, dry_run_limits, env_flag
 from ._validate import ParameterError, one_of
 
-PROFILE_ORDER = ("gpu", "cpu", "smoke")  # best first: the book shows the best profile that has results
-SCHEMA = 2  # 1: no record checksum, NaN stored as null; 2: record sha256, versioned side files, NaN/inf encoded
+PROFILE_ORDER = _records.PROFILES  # best first: the book shows the best profile that has results
 LOCK_PREFIX = ".maelab-lock"  # per-result lock files (gitignored)
 MIN_FREE_BYTES = 64 << 20  # refuse to start a computation with less free space than this in the results folder
-_FLOAT_KEY = "__float__"
 
 
 class StoreError(RuntimeError):
@@ -110,48 +118,14 @@ def results_root(profile: str | None = None) -> Path:
 
 
 # ----------------------------------------------------------------------------------------------- hashing
-def _canonical(obj: Any) -> Any:
-    """Make a config JSON-canonical: tuples -> lists, numpy scalars -> python, dataclasses -> dicts."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _canonical(dataclasses.asdict(obj))
-    if isinstance(obj, dict):
-        out = {}
-        for k, v in obj.items():
-            if not isinstance(k, str):
-                raise ParameterError("config", "a dict with string keys", k)
-            out[k] = _canonical(v)
-        return out
-    if isinstance(obj, (list, tuple)):
-        return [_canonical(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        raise ParameterError("config", "JSON-able with finite floats", obj)
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    raise ParameterError("config", "JSON-able (dict/list/str/number/bool/None)", type(obj).__name__)
-
-
-def _canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-
-
 def config_hash(config: dict) -> str:
     """SHA-256 (first 16 hex digits) of the canonical JSON of ``config``."""
-    return hashlib.sha256(_canonical_json(_canonical(config)).encode()).hexdigest()[:16]
+    return _records.config_hash(config)
 
 
 def record_checksum(record: dict) -> str:
     """SHA-256 of the canonical JSON of a record without its ``sha256`` field (values, side-file sums, provenance)."""
-    return hashlib.sha256(_canonical_json({k: v for k, v in record.items() if k != "sha256"}).encode()).hexdigest()
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return _records.record_checksum(record)
 
 
 # ----------------------------------------------------------------------------------------------- provenance
@@ -285,93 +259,33 @@ def _encode(key: str, v: Any) -> Any:
     raise ParameterError(f"fn result[{key!r}]", "JSON-able, a pandas DataFrame or an array", type(v).__name__)
 
 
-def _decode(v: Any) -> Any:
-    if isinstance(v, dict):
-        if set(v) == {_FLOAT_KEY} and v[_FLOAT_KEY] in ("nan", "inf", "-inf"):
-            return float(v[_FLOAT_KEY])
-        return {a: _decode(b) for a, b in v.items()}
-    if isinstance(v, list):
-        return [_decode(b) for b in v]
-    return v
-
-
 # ----------------------------------------------------------------------------------------------- reading
-class _Moved(Exception):
-    """A side file vanished while reading because a writer replaced the record: read it again."""
-
-
-def _side_bytes(json_path: Path, meta: dict, stem: str, raw: bytes) -> bytes:
-    """The bytes of a side file named in ``meta``, checked against its SHA-256."""
-    fname = meta["file"]
-    if not isinstance(fname, str) or Path(fname).name != fname or not fname.startswith(stem + "."):
-        raise RecordError(f"{json_path}: side file name {fname!r} is not one of this record's")
-    try:
-        b = (json_path.parent / fname).read_bytes()
-    except FileNotFoundError:
-        with contextlib.suppress(OSError):
-            if json_path.read_bytes() != raw:
-                raise _Moved() from None
-        raise RecordError(f"{json_path}: side file {fname} is missing") from None
-    if hashlib.sha256(b).hexdigest() != meta["sha256"]:
-        raise RecordError(f"{json_path}: side file {fname} was changed (SHA-256 mismatch)")
-    return b
-
-
-def _read_once(json_path: Path) -> tuple[dict, dict]:
-    import pandas as pd
-
-    try:
-        raw = json_path.read_bytes()
-        record = json.loads(raw)
-    except (OSError, ValueError) as e:
-        raise RecordError(f"{json_path}: unreadable ({type(e).__name__}: {str(e).splitlines()[0][:80]})") from None
-    if not isinstance(record, dict) or not isinstance(record.get("provenance"), dict):
-        raise RecordError(f"{json_path}: not a maelab record")
-    schema = record.get("schema")
-    if schema is None:
-        raise OldSchemaError(
-            f"{json_path}: old record format (schema {record['provenance'].get('schema')}, "
-            f"no record checksum); check it, then run `python -m maelab.store migrate "
-            f"{json_path.parent.parent}`"
-        )
-    if schema != SCHEMA:
-        raise RecordError(f"{json_path}: record format {schema!r} is not {SCHEMA} (written by another maelab)")
-    if record.get("sha256") != record_checksum(record):
-        raise RecordError(f"{json_path}: tampered: the record's values or provenance were edited (SHA-256 mismatch)")
-    stem = json_path.name[: -len(".json")]
-    try:
-        data = _decode(dict(record["data"]))
-        for key, meta in (record.get("frames") or {}).items():
-            data[key] = pd.read_csv(io.BytesIO(_side_bytes(json_path, meta, stem, raw)))
-        if record.get("arrays"):
-            meta = record["arrays"]
-            with np.load(io.BytesIO(_side_bytes(json_path, meta, stem, raw)), allow_pickle=False) as z:
-                for key in meta["keys"]:
-                    data[key] = z[key]
-    except (KeyError, TypeError, ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
-        raise RecordError(f"{json_path}: unreadable ({type(e).__name__}: {str(e).splitlines()[0][:80]})") from None
+def _read(json_path: Path, where: tuple[str, str, str] | None = None, *, migrating: bool = False) -> tuple[dict, dict]:
+    """Read and verify a record (``maelab._records.verify``, the one verification of every reader); (values,
+    provenance), or :class:`RecordError` / :class:`OldSchemaError` (one line) when it cannot be trusted."""
+    record, data = _verified(json_path, where, migrating=migrating)
     return data, record["provenance"]
 
 
-def _read(json_path: Path) -> tuple[dict, dict]:
-    """Read and verify a record; :class:`RecordError` when it cannot be trusted."""
-    for _ in range(5):
-        try:
-            return _read_once(json_path)
-        except _Moved:
-            continue
-    raise RecordError(f"{json_path}: replaced by writers faster than it could be read")
+def _verified(json_path: Path, where=None, *, migrating: bool = False) -> tuple[dict, dict]:
+    """``maelab._records.verify`` with its failures raised as this module's errors: (record, values)."""
+    try:
+        return _records.verify(json_path, where, migrating=migrating)
+    except _records.Untrusted as e:
+        raise (OldSchemaError if e.old_format else RecordError)(str(e)) from None
 
 
 def load(notebook: str, name: str, profile: str, root: str | os.PathLike | None = None) -> Result | None:
     """Read a stored result without computing anything (None when there is none).
 
-    Raises :class:`RecordError` when a record exists but cannot be trusted (one-line message saying why).
-    Needs only read permission.
+    Raises :class:`RecordError` when a record exists but cannot be trusted (one-line message saying why; among
+    the reasons: it was written for another notebook, name or profile), :class:`maelab.ParameterError` for a name
+    that is not identifier-like (no path can lead outside ``root``). Needs only read permission.
     """
+    _check_names(name, notebook, profile)
     root = Path(root) if root is not None else results_root(profile)
     json_path = record_path(root, notebook, name, profile)
-    if not json_path.exists():
+    if not os.path.lexists(json_path):
         return None
     data, prov = _read(json_path)
     return Result(name, data, prov, True, json_path)
@@ -473,7 +387,8 @@ def _publish(json_path: Path, plain: dict, frames: dict, arrays: dict, provenanc
         _write_side(
             tmpdir, json_path.name, (json.dumps(record, indent=1, sort_keys=True, allow_nan=False) + "\n").encode()
         )
-        got = _read(tmpdir / json_path.name)  # verify what is on disk before anyone can see it
+        where = (folder.name, *stem.split("."))  # the temp folder is not the notebook's: bind it explicitly
+        got = _read(tmpdir / json_path.name, where)  # verify what is on disk before anyone can see it
         _fault("before-publish")
         for fname in sides:
             os.replace(tmpdir / fname, folder / fname)
@@ -530,7 +445,7 @@ def _provenance(
 
 def _check_names(name: str, notebook: str, profile: str) -> None:
     for pname, val in (("name", name), ("notebook", notebook)):
-        if not isinstance(val, str) or not val or not val.replace("_", "a").replace("-", "a").isalnum():
+        if not _records.is_name(val):
             raise ParameterError(pname, "a non-empty identifier-like string (letters, digits, _ or -)", val)
     one_of("profile", profile, PROFILE_ORDER)
 
@@ -562,7 +477,7 @@ def save(
 
 def _stored(json_path: Path, h: str, say: Callable[[str], None], quiet: bool = False) -> Result | None:
     """The stored record if trustworthy and computed from config hash ``h``; reports why not in one line."""
-    if not json_path.exists():
+    if not os.path.lexists(json_path):
         return None
     try:
         data, prov = _read(json_path)
@@ -643,7 +558,7 @@ def _no_compute(name: str, config: dict, h: str, notebook: str, profile: str, js
     if mode is None or name in NO_COMPUTE_EXEMPT:
         return None
     try:
-        got = _read(json_path) if json_path.exists() else None
+        got = _read(json_path) if os.path.lexists(json_path) else None
     except RecordError:
         got = None
     stored = got[1].get("config_hash") if got else None
@@ -775,36 +690,32 @@ def stored_profiles(notebook: str, root: Path | None = None) -> list[str]:
 
 
 # ----------------------------------------------------------------------------------------------- migrate / check
-def _records(root: Path) -> list[Path]:
+def _record_files(root: Path) -> list[Path]:
     return sorted(p for p in root.glob("*/*.json") if not p.name.startswith("."))
 
 
 def migrate_record(json_path: Path) -> str:
     """Upgrade one schema-1 record in place (adds ``schema`` and ``sha256``; values and side files untouched).
 
-    Returns ``"current"`` (already schema 2 and valid) or ``"upgraded"``; :class:`RecordError` when the record is
-    unreadable or its side files do not match their recorded SHA-256 (then nothing is written).
+    The record is verified as :func:`load` verifies it, all but the checksum it lacks (its place, shape, side files;
+    one bearing marks of the current format is refused: see ``maelab._records``), then verified again and
+    rewritten under its lock, so a writer cannot replace it in between. Returns ``"current"`` (already schema 2
+    and valid) or ``"upgraded"``; :class:`RecordError` when it cannot be trusted (then nothing is written).
     """
-    try:
-        record = json.loads(json_path.read_text())
-    except (OSError, ValueError) as e:
-        raise RecordError(f"{json_path}: unreadable ({type(e).__name__})") from None
-    if not isinstance(record, dict) or not isinstance(record.get("provenance"), dict):
-        raise RecordError(f"{json_path}: not a maelab record")
-    if record.get("schema") is not None:
-        _read(json_path)  # must verify as it is
+    record, _ = _verified(json_path, migrating=True)
+    if "schema" in record:
         return "current"
-    if record["provenance"].get("schema") != 1:
-        raise RecordError(f"{json_path}: unknown record format {record['provenance'].get('schema')!r}")
-    stem = json_path.name[: -len(".json")]
-    raw = json_path.read_bytes()
-    for meta in list((record.get("frames") or {}).values()) + ([record["arrays"]] if record.get("arrays") else []):
-        _side_bytes(json_path, meta, stem, raw)
-    record["provenance"]["migrated_from_schema"] = 1
-    record = {"schema": SCHEMA, **{k: v for k, v in record.items() if k != "sha256"}}
-    record["sha256"] = record_checksum(record)
-    with lock(json_path.parent, stem), atomic_path(json_path) as tmp:
-        tmp.write_text(json.dumps(record, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    _, name, profile = _records.location(json_path)
+    check_mode_allows_writing(json_path.parent.parent)
+    with lock(json_path.parent, f"{name}.{profile}"):
+        record, _ = _verified(json_path, migrating=True)
+        if "schema" in record:
+            return "current"
+        record["provenance"]["migrated_from_schema"] = 1
+        record = {"schema": SCHEMA, **record}
+        record["sha256"] = record_checksum(record)
+        with atomic_path(json_path) as tmp:
+            tmp.write_text(json.dumps(record, indent=1, sort_keys=True, allow_nan=False) + "\n")
     _read(json_path)
     return "upgraded"
 
@@ -812,10 +723,10 @@ def migrate_record(json_path: Path) -> str:
 def migrate(root: str | os.PathLike, log: Callable[[str], None] = print) -> dict[str, int]:
     """Upgrade every record under ``root`` to the current format (idempotent); counts by outcome."""
     counts = {"upgraded": 0, "current": 0, "failed": 0}
-    for p in _records(Path(root)):
+    for p in _record_files(Path(root)):
         try:
             outcome = migrate_record(p)
-        except RecordError as e:
+        except StoreError as e:  # an untrusted record (RecordError), or a folder it cannot lock or write
             outcome = "failed"
             log(f"[migrate] FAILED {e}")
         else:
@@ -827,24 +738,38 @@ def migrate(root: str | os.PathLike, log: Callable[[str], None] = print) -> dict
 
 
 def check(root: str | os.PathLike, log: Callable[[str], None] = print) -> int:
-    """Verify every record under ``root`` and list stray files (temp files, unreferenced side files); problems."""
-    root, problems, named = Path(root), 0, set()
-    for p in _records(root):
-        try:
-            _read(p)
-            rec = json.loads(p.read_text())
-            named |= {m["file"] for m in (rec.get("frames") or {}).values()}
-            named |= {rec["arrays"]["file"]} if rec.get("arrays") else set()
-        except RecordError as e:
-            problems += 1
-            log(f"[check] {e}")
-    for p in sorted(root.glob("*/*")):
-        stray = p.name.startswith(TMP_PREFIX) or (p.suffix in (".csv", ".npz") and p.name not in named)
-        if stray:
-            problems += 1
-            log(f"[check] stray file: {p}")
-    log(f"[check] {root}: {len(_records(root))} records, {problems} problems")
-    return problems
+    """Verify every record under ``root`` as :func:`load` does and list everything else there; the problem count.
+
+    A results root holds notebook folders only; a notebook folder holds records, the side files its trusted
+    records name and lock files. Anything else is listed: untrusted records, temp files of interrupted writers,
+    side files no trusted record names (in this folder), other files, subfolders and symbolic links.
+    """
+    root, problems, n = Path(root), [], 0
+    for folder in sorted(root.iterdir()):
+        if folder.is_symlink() or not folder.is_dir():
+            problems.append(f"stray: {folder} (a results root holds notebook folders only)")
+            continue
+        entries, named = sorted(folder.iterdir()), set()
+        for p in entries:
+            if p.suffix == ".json" and not p.name.startswith("."):
+                n += 1
+                try:
+                    named |= set(_records.side_files(_verified(p)[0]))
+                except RecordError as e:
+                    problems.append(str(e))
+        for p in entries:
+            if (p.suffix == ".json" and not p.name.startswith(".")) or (p.name in named and not p.is_symlink()):
+                continue
+            if p.name.startswith(LOCK_PREFIX + ".") and p.is_file() and not p.is_symlink():
+                continue
+            temp = p.name.startswith(TMP_PREFIX)
+            problems.append(
+                f"stray: {p} ({'a temp file of an interrupted writer' if temp else 'no trusted record names it'})"
+            )
+    for line in problems:
+        log(f"[check] {line}")
+    log(f"[check] {root}: {n} records, {len(problems)} problems")
+    return len(problems)
 
 
 def main(argv: list[str] | None = None) -> int:
