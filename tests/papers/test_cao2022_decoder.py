@@ -38,6 +38,8 @@ def test_layer_changes_match_metrics_relative_change():
     ro = D.layer_readouts(model, imgs, generator=torch.Generator().manual_seed(2))
     ref = metrics.relative_layer_change(ro["decoder_states"])  # same token count per image: mean of means
     assert torch.allclose(ch["decoder"].mean(1), ref, atol=1e-12)
+    again = D.layer_changes(model, imgs, readouts=ro)  # the read-outs of the same masks: no second forward pass
+    assert all(torch.equal(again[k], ch[k]) for k in ch)
 
 
 def test_relative_change_by_hand():

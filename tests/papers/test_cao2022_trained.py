@@ -147,6 +147,43 @@ def test_checkpoint_path_reads_out_the_saved_weights(tmp_path):
         trained.checkpoint_readouts(path, imgs, size="micro", **{**over, "decoder_depth": 2})
 
 
+def test_the_official_checkpoint_section_runs_on_the_cpu_profile(tmp_path):
+    """Issue 24: ``-p checkpoint=PATH`` failed in the last cell (224 px crops asked of photos allowing 152). A randomly
+    initialised ViT-B saved the way the official files are ({"model": state_dict}) goes through the page's section
+    under the cpu settings: 224 px crops of the full-size test photos, read-outs equal to the in-memory model's."""
+    ref = models.create("mae", "vit_base", norm_pix_loss=False, seed=0).eval()
+    path = tmp_path / "mae_visualize_vit_base.pth"
+    torch.save({"model": ref.state_dict()}, path)
+    S = profiles.settings("cao_decoder", "cpu", checkpoint=str(path), n_photos=2)
+    assert S.photo_size == 224 == profiles.settings("cao_decoder", "gpu").photo_size
+    out = trained.checkpoint_section(S, seed=3)
+    photos = trained.checkpoint_photos(2, 224, seed=3)
+    assert photos.shape == (2, 3, 224, 224) and out["example_images"].shape == (2, 3, 224, 224)
+    np.testing.assert_array_equal(out["example_images"], photos.numpy())
+    assert out["examples"].shape == (1 + ref.decoder_depth, 2, 3, 224, 224) and np.isfinite(out["examples"]).all()
+    assert sorted(out["readout"].layer.unique()) == list(range(1 + ref.decoder_depth))
+    # the saved weights were read: the first-block attention (encoder, decoder embedding, block 1) equals the
+    # in-memory model's with the same masks (the cheapest part of the analyses to recompute)
+    want = decoder.decoder_attention(ref, photos, generator=torch.Generator().manual_seed(3))
+    for k in ("visible", "masked", "cls", "far_fraction", "r2"):
+        np.testing.assert_allclose(out["attention"][k].to_numpy(), want[k].numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_a_checkpoint_the_section_cannot_read_fails_at_setup_in_one_line(tmp_path):
+    """Before any training: a missing file, or crops the ViT-B cannot take; the smoke profile's crops fit too."""
+    from maelab.papers.cao2022.settings import VIT_B_SIZE
+
+    assert VIT_B_SIZE == models.SIZES["vit_base"]["img_size"]
+    path = tmp_path / "ckpt.pth"
+    with pytest.raises(ParameterError, match=r"^checkpoint must be an existing file .*; got '.*missing.pth'$"):
+        profiles.settings("cao_decoder", "cpu", checkpoint=str(tmp_path / "missing.pth"))
+    path.write_bytes(b"")
+    with pytest.raises(ParameterError, match=r"^photo_size must be 224 when a checkpoint is given .*; got 152$"):
+        profiles.settings("cao_decoder", "cpu", checkpoint=str(path), photo_size=152)
+    assert profiles.settings("cao_decoder", "smoke", checkpoint=str(path)).photo_size == VIT_B_SIZE
+    assert profiles.settings("cao_decoder", "cpu", photo_size=152).photo_size == 152  # no checkpoint: unused
+
+
 def test_plan_has_one_row_per_variant_with_every_seed():
     runs = plan.plans("cpu")["cao_decoder"]
     S = profiles.settings("cao_decoder", "cpu")

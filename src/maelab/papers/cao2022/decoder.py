@@ -97,11 +97,17 @@ def relative_change_per_image(states) -> torch.Tensor:
 
 @torch.no_grad()
 def layer_changes(
-    model, imgs: torch.Tensor, mask_ratio: float | None = None, generator: torch.Generator | None = None
+    model,
+    imgs: torch.Tensor,
+    mask_ratio: float | None = None,
+    generator: torch.Generator | None = None,
+    readouts: dict | None = None,
 ) -> dict[str, torch.Tensor]:
     """``encoder`` (depth, N) and ``decoder`` (decoder_depth, N) relative changes per block and image
-    (:func:`relative_change_per_image`): block t's output against its input."""
-    ro = layer_readouts(model, imgs, mask_ratio, generator)
+    (:func:`relative_change_per_image`): block t's output against its input. ``readouts``: what
+    :func:`layer_readouts` returned for the same model, images and masks (then ``mask_ratio`` and ``generator`` are
+    not used): the tokens are taken from it instead of running the model again."""
+    ro = readouts if readouts is not None else layer_readouts(model, imgs, mask_ratio, generator)
     enc = [_encoder_input(model, imgs, ro["enc"]["ids_keep"])] + list(ro["enc"]["tokens"])
     return {"encoder": relative_change_per_image(enc), "decoder": relative_change_per_image(ro["decoder_states"])}
 

@@ -7,6 +7,7 @@ Edited only by the Cao notebooks' author.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..._validate import ParameterError
@@ -25,6 +26,9 @@ from ...profiles import (
 
 _POSITIVE = is_number(0.0, low_open=True)
 DENSE_MAX = 64  # largest 2-D grid side (and image side of the deficiency table) computed with dense matrices
+#: The input side of the official ViT-B (``maelab.models.SIZES["vit_base"]["img_size"]``, checked by a test; not
+#: imported here: settings modules stay free of torch).
+VIT_B_SIZE = 224
 
 
 @notebook_settings
@@ -151,7 +155,6 @@ class CaoDecoderSettings(NotebookSettings):
         "n_loss": 64,
         "n_eval": 16,
         "n_probe": 128,
-        "photo_size": 32,
         "n_photos": 2,
     }
     GPU = {
@@ -207,7 +210,11 @@ class CaoDecoderSettings(NotebookSettings):
         "path of the official mae_visualize_vit_base.pth; None: skip the ViT-B section",
         optional(is_str()),
     )
-    photo_size: int = setting(224, "side of the photo crops read out by the ViT-B (the checkpoint's 224)", is_int(16))
+    photo_size: int = setting(
+        VIT_B_SIZE,
+        "side of the photo crops read out by the ViT-B (the checkpoint's 224; cut from the full-size bundled photos)",
+        is_int(16),
+    )
     n_photos: int = setting(4, "photo crops (bundled test photos) for the checkpoint section", is_int())
 
     def validate(self) -> None:
@@ -220,6 +227,15 @@ class CaoDecoderSettings(NotebookSettings):
                 raise ParameterError(name, f"at most n_test = {self.n_test}", getattr(self, name))
         if self.n_probe > self.n_train:
             raise ParameterError("n_probe", f"at most n_train = {self.n_train}", self.n_probe)
+        if self.checkpoint is not None:  # checked here, not in the last cell after all the training
+            if not Path(self.checkpoint).is_file():
+                raise ParameterError(
+                    "checkpoint", "an existing file (the official mae_visualize_vit_base.pth)", self.checkpoint
+                )
+            if self.photo_size != VIT_B_SIZE:
+                raise ParameterError(
+                    "photo_size", f"{VIT_B_SIZE} when a checkpoint is given (the ViT-B's input side)", self.photo_size
+                )
 
 
 NOTEBOOKS: dict[str, type] = {"cao_theory": CaoTheorySettings, "cao_decoder": CaoDecoderSettings}

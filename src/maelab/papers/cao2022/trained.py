@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from maelab import evaluate, experiments, models
+from maelab import data, evaluate, experiments, models
 from maelab._util import resolve_device
 from maelab._validate import ParameterError, positive_int
 from maelab.train.loop import NonFiniteLossError
@@ -139,7 +139,7 @@ def _analyses(model, images: torch.Tensor, mask_seed: int, n_examples: int) -> d
     model = model.cpu().eval()
     ro = decoder.layer_readouts(model, images, generator=gen())
     met = decoder.readout_metrics(ro["readouts"], images, ro["mask"])
-    ch = decoder.layer_changes(model, images, generator=gen())
+    ch = decoder.layer_changes(model, images, readouts=ro)  # the same masks: no second forward pass
     at = decoder.decoder_attention(model, images, generator=gen())
     n = images.shape[0]
     rows = [
@@ -253,9 +253,35 @@ def checkpoint_readouts(
     return _analyses(model, images, mask_seed, images.shape[0])
 
 
+#: Scale of the bundled test photos the checkpoint section crops: full size. The ``natural`` dataset's default half
+#: scale leaves at most 152 px (its smallest test photo, coins, is 303 x 384), less than the ViT-B's 224.
+CHECKPOINT_PHOTO_SCALE = 1.0
+
+
+def checkpoint_photos(n: int, size: int, seed: int) -> torch.Tensor:
+    """``n`` colour crops of ``size`` x ``size`` (at most 303) from the bundled test photos at full size (see
+    :data:`CHECKPOINT_PHOTO_SCALE`): what :func:`checkpoint_section` reads out, (n, 3, size, size) in [0, 1]."""
+    return data.load(
+        "natural", "test", n=n, size=size, channels=3, scale=CHECKPOINT_PHOTO_SCALE, seed=seed, progress=False
+    ).images
+
+
+def checkpoint_section(S, seed: int) -> dict[str, Any]:
+    """The ``cao_decoder`` page's official-checkpoint section under its settings ``S``: :func:`checkpoint_readouts`
+    of the ViT-B file ``S.checkpoint`` on ``S.n_photos`` crops of ``S.photo_size`` (:func:`checkpoint_photos`,
+    drawn and masked with ``seed``). Nothing is stored."""
+    if S.checkpoint is None:
+        raise ParameterError("checkpoint", "the path of an official ViT-B checkpoint", None)
+    photos = checkpoint_photos(S.n_photos, S.photo_size, seed)
+    return checkpoint_readouts(S.checkpoint, photos, size="vit_base", mask_seed=seed)
+
+
 __all__ = [
     "VARIANT_NAMES",
+    "CHECKPOINT_PHOTO_SCALE",
+    "checkpoint_photos",
     "checkpoint_readouts",
+    "checkpoint_section",
     "diverged_at",
     "intermediate_gain",
     "max_change",
