@@ -52,18 +52,20 @@ def code_fingerprint(repo: Path) -> str:
     return h.hexdigest()
 
 
-def machine() -> dict:
-    """The machine a run computes on: device name, CUDA or not, torch / CUDA / Python versions, host. ``cuda`` is
-    the CUDA version torch was built with (also on a machine without a GPU)."""
+def machine(device: str = "auto") -> dict:
+    """The machine a run computes on: the run's device (``device`` resolved: its name as the records' provenance
+    writes it, and its type), the GPU it has (if any), torch / CUDA / Python versions, host. ``cuda`` is the CUDA
+    version torch was built with (also on a machine without a GPU)."""
     import torch
 
-    from .._util import device_name
+    from .._util import device_name, resolve_device
     from ..store import package_versions
 
-    cuda = torch.cuda.is_available()
+    dev = resolve_device(device)
     return {
-        "device": device_name("cuda" if cuda else "cpu"),
-        "device_type": "cuda" if cuda else "cpu",
+        "device": device_name(dev),
+        "device_type": dev.type,
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "",
         "torch": package_versions().get("torch", torch.__version__),  # as the records' provenance names it
         "torch_build": torch.__version__,
         "cuda": torch.version.cuda or "",

@@ -20,7 +20,8 @@ installment.
 the others and recomputed here by the book, :data:`maelab.store.NO_COMPUTE_EXEMPT`) go into one zip archive in
 ``--out`` with a manifest (:mod:`maelab.device.archive`): device, torch / CUDA / Python versions, the pack's commit,
 each notebook's outcome (finished, stopped by the budget, failed with its last error line, not started) and the
-records it asked for. The notebooks' output goes to ``<archive>.log`` beside it.
+records it asked for. The notebooks' output goes to ``<archive>.log`` beside it. No further notebook starts once
+the new records reach :data:`ARCHIVE_FULL_BYTES` (the archive must come back as one file of at most 16 MiB).
 
 A gpu run on a machine without CUDA is refused (a dry run excepted): this module never makes a gpu result on a CPU.
 ``--dry-run`` runs under the dry-run caps (:func:`maelab._util.dry_run_limits`) with its results in a temp folder,
@@ -48,6 +49,10 @@ from .pack import PACK_DIR, load_manifest
 
 GRACE_S = 20.0  # seconds between SIGTERM and SIGKILL at the budget
 POLL_S = 1.0  # how often a running notebook's budget is checked
+RETURN_LIMIT_BYTES = 16 << 20  # the largest file the lent machine gives back
+#: No further notebook starts once the new records reach this: the archive (zip of mostly compressed npz) must come
+#: back as one file of at most RETURN_LIMIT_BYTES.
+ARCHIVE_FULL_BYTES = 12 << 20
 LOG_TAIL_BYTES = 4 << 20  # the run's log beside the archive keeps at most this much per notebook (its end)
 
 
@@ -192,6 +197,8 @@ def run_program(script: Path, cwd: Path, env: dict, deadline: float, out_log: Pa
     if rc:
         tail = out_log.read_bytes()[-4000:].decode(errors="replace").splitlines()
         outcome["error"] = next((ln.strip() for ln in reversed(tail) if ln.strip()), "")[:300]
+        if "DatasetNotFetched" in outcome["error"]:  # on the lent machine nothing can be fetched: carry it
+            outcome["error"] += " -- not carried: pack it (python -m maelab.device pack ... --datasets NAME)"
     return outcome
 
 
@@ -234,8 +241,6 @@ def _env(src: Path, results: Path, data: Path, manifest: dict, dry_scratch: Path
 
 def _plan(pack_dir, notebooks, profile, device, dry_run, repo) -> tuple[dict, list[str], dict]:
     """Check the pack against the request and this machine; (pack manifest, notebooks, machine)."""
-    from .._util import resolve_device
-
     manifest = load_manifest(pack_dir)
     if profile != manifest["profile"]:
         raise ParameterError("--profile", f"the pack's profile {manifest['profile']!r}", profile)
@@ -243,12 +248,16 @@ def _plan(pack_dir, notebooks, profile, device, dry_run, repo) -> tuple[dict, li
     for nb in notebooks:
         one_of("notebook", nb, manifest["notebooks"])
     _check_tree(repo, manifest, notebooks)
-    here = machine()
-    dev = resolve_device(device)
-    if profile == "gpu" and dev.type != "cuda" and not dry_run:
+    here = machine(device)
+    if profile == "gpu" and here["device_type"] != "cuda" and not dry_run:
         raise DeviceError(
-            f"profile gpu needs a CUDA device and this run has {dev.type} ({here['device']}): gpu results are never "
-            "computed on a CPU; add --dry-run to check the gpu settings here"
+            f"profile gpu needs a CUDA device and this run has {here['device']}: gpu results are never computed on "
+            "a CPU; add --dry-run to check the gpu settings here"
+        )
+    if profile == "cpu" and here["device_type"] != "cpu":
+        raise DeviceError(
+            f"profile cpu computes on the CPU, as every cpu result does, and this run has {here['device']}; add "
+            "--device cpu"
         )
     return manifest, notebooks, here
 
@@ -300,6 +309,9 @@ def run(
         if calibrate:
             outcomes["plan"] = _calibrate(root, scratch, device, deadline, log)
         for nb in notebooks:
+            if _new_bytes(root, folders, before) > ARCHIVE_FULL_BYTES:
+                outcomes[nb] = {"status": "not started", "seconds": 0.0, "records": [], "error": "archive full"}
+                continue
             env = _env(repo / "src", root, data, manifest, scratch, work / f"{nb}.records.jsonl")
             outcomes[nb] = _one(nb, pack_dir, manifest, repo, env, work, device, deadline, grace_s)
             removed = clean(root, folders, before)
@@ -318,15 +330,25 @@ def run(
         archive, amanifest = write_archive(out, root, records, machine=here, pack=manifest, run=run_info, logs=logs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    log(f"[run] {len(records)} new records -> {archive}")
+    size = archive.stat().st_size
+    log(f"[run] {len(records)} new records -> {archive} ({size / 2**20:.1f} MiB)")
+    if size > RETURN_LIMIT_BYTES:
+        log(f"[run] WARNING: the archive exceeds the {RETURN_LIMIT_BYTES >> 20} MiB a file may come back with")
     return archive, amanifest
+
+
+def _new_bytes(root: Path, folders: list[str], before: dict[str, str]) -> int:
+    """Bytes of the files of ``folders`` that are new or changed since ``before`` (what the archive will hold)."""
+    now = snapshot(root, folders)
+    return sum((root / rel).stat().st_size for rel, sha in now.items() if before.get(rel) != sha)
 
 
 def _report(nb: str, outcome: dict, removed: list[str], log) -> None:
     computed = sum(1 for r in outcome["records"] if r["event"] == "done" and not r["from_store"])
     unfinished = [r["name"] for r in outcome["records"] if r["event"] == "unfinished"]
     line = f"[run] {nb}: {outcome['status']} after {outcome['seconds']} s, {computed} records computed"
-    line += f"; cut off while computing {', '.join(unfinished)}" if unfinished else ""
+    how = "cut off" if outcome["status"] == "stopped" else "failed"
+    line += f"; {how} while computing {', '.join(unfinished)}" if unfinished else ""
     line += f"; cleaned {', '.join(removed)}" if removed else ""
     log(line + (f"; {outcome['error']}" if outcome.get("error") else ""))
 
