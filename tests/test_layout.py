@@ -22,6 +22,7 @@ GENERAL = {
     "claims",
     "cost",
     "data",
+    "device",
     "evaluate",
     "experiments",
     "linear_mae",

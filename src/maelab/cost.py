@@ -36,7 +36,9 @@ minutes = FLOPs / achieved throughput (with a per-op floor on the GPU):
   achieved, an optimistic figure for the smallest models, which the op floor then bounds: each step costs at least
   ``ops * H100_OP_OVERHEAD_S`` with 10 us per op (host-side dispatch + launch of one eager op is ~5-25 us, e.g.
   https://jiahuanglin.xyz/all_lessons/gpu_kernel_serving/18_pytorch_to_kernel.html). Neither number has been
-  measured by this project: ``benchmarks/train_speed.py --device cuda`` reports the achieved MFU on a real GPU.
+  measured by this project: ``benchmarks/train_speed.py --device cuda`` reports the achieved MFU on a real GPU, and
+  a calibration stored by ``python -m maelab.device calibrate`` on a lent GPU replaces both in the plans
+  (:func:`gpu_device`: measured FLOP/s per FLOPs per step, as for the CPU).
 * **CPU**: measured, not assumed. :func:`calibrate_cpu` times a few training steps (forward + backward + AdamW,
   float32, one process) of the ``micro`` and ``small`` MAEs and a feature-extraction forward pass, plus a float32
   GEMM (the machine's practical matmul peak), each timed as the fastest of several repetitions (the
@@ -80,6 +82,9 @@ __all__ = [
     "H100_OP_OVERHEAD_S",
     "H100_PEAK_BF16_FLOPS",
     "H100_MEMORY_BYTES",
+    "GPU_CALIBRATION",
+    "gpu_device",
+    "measured_device",
     "CpuCalibration",
     "Device",
     "EvalJob",
@@ -419,6 +424,54 @@ H100 = Device(
     source=H100_SOURCE,
     memory_bytes=H100_MEMORY_BYTES,
 )
+
+
+#: Where :mod:`maelab.device.calibrate` stores a GPU's measured training throughput: (folder, name, profile) under
+#: the results root. :func:`gpu_device` uses it instead of the assumed :data:`H100_MFU` when it was measured on CUDA.
+GPU_CALIBRATION = ("plan", "gpu_calibration", "gpu")
+
+
+def measured_device(points, source: str) -> Device:
+    """The GPU :class:`Device` of measured training steps (``points``: rows with ``flops_per_step``,
+    ``flops_per_s``, ``seconds_per_step``, ``ops_per_step``; a DataFrame or a list of dicts): the "train" curve of
+    achieved FLOP/s against FLOPs per step, interpolated log-log as a CPU calibration's, and an op floor no larger
+    than any measured step's time per op. Named as :data:`H100` so that plan tables keep their columns; ``source``
+    says what measured it."""
+    rows = points.to_dict("records") if hasattr(points, "to_dict") else list(points)
+    if not rows:
+        raise ParameterError("points", "at least one measured training step", rows)
+    curve = tuple(sorted((float(r["flops_per_step"]), float(r["flops_per_s"])) for r in rows))
+    floor = min(float(r["seconds_per_step"]) / max(int(r["ops_per_step"]), 1) for r in rows)
+    return Device(
+        name=H100.name,
+        flops_per_s=max(f for _, f in curve),
+        op_overhead_s=floor,
+        source=source,
+        curve=(("train", curve),),
+        memory_bytes=H100_MEMORY_BYTES,
+    )
+
+
+def gpu_device(root: str | os.PathLike | None = None) -> Device:
+    """The GPU device model of the plans: the stored GPU calibration (:data:`GPU_CALIBRATION` under ``root``,
+    default the committed ``data/results``) when one measured on CUDA is stored, else :data:`H100` (5 % MFU
+    assumed). A stored calibration that does not verify is reported in one line on stderr and not used."""
+    import sys
+
+    from . import store
+
+    root = Path(root) if root is not None else store.repo_root() / "data" / "results"
+    notebook, name, profile = GPU_CALIBRATION
+    try:
+        rec = store.load(notebook, name, profile, root=root)
+    except store.RecordError as e:
+        print(f"[cost] {e}; using the assumed {H100_SOURCE}", file=sys.stderr, flush=True)
+        return H100
+    if rec is None or rec.data.get("device_type") != "cuda":
+        return H100
+    when = str(rec.provenance.get("timestamp", ""))[:10]
+    src = f"measured on {rec['device_name']} (torch {rec['torch']}, CUDA {rec['cuda']}), {when}: {notebook}/{name}"
+    return measured_device(rec["points"], src)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1120,7 +1173,7 @@ def plan(profile: str, *, runs_file: str | None = None, calibration: CpuCalibrat
         plans = {"(file)": [PlannedRun(**{k: _freeze(v) for k, v in d.items()}) for d in items]}
     else:
         plans = notebook_plans(profile)
-    devices = (H100, cpu_device(calibration))
+    devices = (gpu_device(), cpu_device(calibration))
     frames = []
     for nb, runs in plans.items():
         t = format_plan_table(runs, devices, memory=memory)

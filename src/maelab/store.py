@@ -43,6 +43,8 @@ Guarantees (tested in ``tests/test_store.py`` and ``tests/test_faults.py``):
   one bearing marks of the current format is refused) and adds the checksum (in place, under the record's lock,
   values untouched, idempotent). ``python -m maelab.store check ROOT`` verifies every record as the loader does and
   lists everything else under ``ROOT`` (stray files and folders, links, temp files).
+  ``python -m maelab.store import ARCHIVE`` installs the records a lent GPU machine computed (checked first:
+  :mod:`maelab.device.archive`).
 
 Root: ``$MAELAB_RESULTS_DIR`` if set, else ``<repo>/data/results`` -- except for the ``smoke`` profile, whose
 results go to ``<repo>/.cache/results-smoke`` (gitignored): smoke runs never write into ``data/results``.
@@ -147,7 +149,28 @@ def git_state(root: Path | None = None) -> dict:
         )
     except (OSError, subprocess.SubprocessError):
         commit, dirty = "", False
+    if not commit and os.environ.get(GIT_STATE_ENV):
+        return _git_state_from_env()
     return {"commit": commit or "unknown", "dirty": dirty}
+
+
+GIT_STATE_ENV = "MAELAB_GIT_STATE"
+
+
+def _git_state_from_env() -> dict:
+    """``$MAELAB_GIT_STATE`` (JSON ``{"commit": <40 hex digits>, "dirty": bool}``): the state of the tree a run was
+    packed from, set by ``maelab.device``'s runner on a lent machine, whose copy of the tree has no ``.git``. Read
+    only where git cannot answer; anything else is a one-line :class:`maelab.ParameterError`."""
+    raw = os.environ[GIT_STATE_ENV]
+    try:
+        d = json.loads(raw)
+        ok = isinstance(d, dict) and isinstance(d.get("dirty"), bool) and len(str(d.get("commit"))) == 40
+        ok = ok and all(c in "0123456789abcdef" for c in str(d["commit"]))
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ParameterError(GIT_STATE_ENV, 'JSON {"commit": "<40 hex digits>", "dirty": true|false}', raw)
+    return {"commit": d["commit"], "dirty": d["dirty"]}
 
 
 def package_versions() -> dict:
@@ -781,7 +804,21 @@ def main(argv: list[str] | None = None) -> int:
     ):
         p = sub.add_parser(cmd, help=text)
         p.add_argument("root", nargs="?", type=Path, default=None, help="results root (default data/results)")
+    imp = sub.add_parser("import", help="install the records of a GPU installment's archive (maelab.device)")
+    imp.add_argument("archive", type=Path)
+    imp.add_argument("--results-dir", type=Path, default=None, help="results root (default data/results)")
+    imp.add_argument("--replace", action="store_true", help="overwrite records stored with other values")
+    imp.add_argument("--allow-dirty", action="store_true", help="accept an archive packed from a dirty tree")
     a = ap.parse_args(argv)
+    if a.cmd == "import":
+        from .device import DeviceError, import_archive
+
+        try:
+            import_archive(a.archive, root=a.results_dir, replace=a.replace, allow_dirty=a.allow_dirty)
+        except (DeviceError, StoreError, ParameterError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        return 0
     root = a.root if a.root is not None else results_root()
     if not root.is_dir():
         print(f"error: results root {root} is not a folder", file=sys.stderr)

@@ -1,0 +1,144 @@
+"""Calibrate the GPU: the measured training throughput of the gpu profile's models, stored for the cost model.
+
+``python -m maelab.device calibrate`` (or ``run --calibrate``, first thing of an installment) times, on this
+machine's CUDA device, one workload per model shape the gpu plan trains (:func:`workloads`: model size, image side,
+channels and batch size of the planned runs, :func:`maelab.cost.notebook_plans`; the first planned run of each
+shape gives the model kind, its options and mask ratio). Each is timed with the real trainer
+(:func:`maelab.train.train`: bf16 autocast, fused AdamW, the online probe, as the notebooks train) on random images
+held on the device, for two epochs of ``iters`` steps; the second epoch's images per second is the measurement (the
+first one warms up kernels and the allocator). Its model FLOPs per step are counted as the cost model counts them
+(:func:`maelab.cost.step_flops`), so ``flops_per_s`` is the throughput the cost model needs.
+
+The record is ``plan/gpu_calibration.gpu`` (:data:`maelab.cost.GPU_CALIBRATION`): a ``points`` table (one row per
+workload: images/s, seconds and FLOPs per step, achieved FLOP/s, the fraction of the H100's dense bf16 peak) with
+the device name and torch / CUDA versions. :func:`maelab.cost.gpu_device` reads it instead of the assumed 5 % MFU
+when it was measured on CUDA. Storing a calibration measured without CUDA under ``data/results`` is refused in one
+line (a test stores a CPU one elsewhere, where the cost model ignores it).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+from .._validate import ParameterError, positive_int
+
+ITERS = 30  # optimiser steps per timed epoch on a GPU
+
+
+def workloads(profile: str = "gpu", plans: dict | None = None) -> list:
+    """One :class:`maelab.cost.PlannedRun` per trained model shape of the ``profile`` plan (size, image side,
+    channels, batch size), the first planned run of each shape, in plan order."""
+    from .. import cost
+
+    plans = cost.notebook_plans(profile) if plans is None else plans
+    seen: dict[tuple, object] = {}
+    for runs in plans.values():
+        for r in runs:
+            if r.steps:
+                seen.setdefault((r.size, r.img_size, r.channels, r.batch_size), r)
+    return list(seen.values())
+
+
+def _describe(r) -> dict:
+    return {
+        "label": r.label,
+        "model": r.model,
+        "size": r.size,
+        "overrides": [list(kv) for kv in r.overrides],
+        "img_size": r.img_size,
+        "channels": r.channels,
+        "batch_size": r.batch_size,
+        "mask_ratio": r.mask_ratio,
+    }
+
+
+def measure(run, *, device, iters: int = ITERS) -> dict:
+    """Time ``run``'s model with the real trainer on ``device``: one row of the calibration table."""
+    import torch
+
+    from .. import cost, train
+    from ..data._common import Dataset
+
+    positive_int("iters", iters)
+    model = run.build()
+    step = cost.step_flops(model, run.batch_size, mask_ratio=run.mask_ratio)
+    g = torch.Generator().manual_seed(0)
+    n = run.batch_size * iters
+    images = torch.rand(n, run.channels, run.img_size, run.img_size, generator=g)
+    data = Dataset(images, torch.randint(0, 10, (n,), generator=g), None, "calibration")
+    cfg = train.TrainConfig(epochs=2, batch_size=run.batch_size, warmup_epochs=0, mask_ratio=run.mask_ratio, seed=0)
+    hist = train.train(model, data, cfg, device=device, progress=False).history
+    # the last epoch that took steps (a dry run's step cap can leave the second one empty)
+    timed = [float(h["images_per_s"]) for h in hist if math.isfinite(h["images_per_s"]) and h["images_per_s"] > 0]
+    if not timed:
+        raise ParameterError("iters", "enough steps for a timed epoch", iters)
+    ips = timed[-1]
+    sec = run.batch_size / ips
+    return {
+        **{k: v for k, v in _describe(run).items() if k != "overrides"},
+        "overrides": ", ".join(f"{k}={v}" for k, v in run.overrides),
+        "flops_per_step": step.flops,
+        "ops_per_step": step.ops,
+        "seconds_per_step": sec,
+        "images_per_s": ips,
+        "flops_per_s": step.flops / sec,
+        "fraction_of_h100_bf16_peak": step.flops / sec / cost.H100_PEAK_BF16_FLOPS,
+    }
+
+
+def calibrate(
+    *,
+    device: str = "auto",
+    iters: int = ITERS,
+    root: str | Path | None = None,
+    runs: list | None = None,
+    allow_cpu: bool = False,
+    log=print,
+):
+    """Measure every :func:`workloads` shape (or ``runs``) on ``device`` and store the calibration record under
+    ``root`` (default the committed ``data/results``); returns the stored :class:`maelab.store.Result`.
+
+    Without CUDA this refuses to run unless ``allow_cpu`` (tests; dry runs), and refuses ``root`` = the committed
+    results whatever ``allow_cpu``: a CPU's numbers never pose as a GPU calibration there."""
+    import pandas as pd
+
+    from .. import cost, store
+    from .._util import device_name, resolve_device
+
+    dev = resolve_device(device)
+    committed = (store.repo_root() / "data" / "results").resolve()
+    root = Path(root) if root is not None else committed
+    if dev.type != "cuda" and (not allow_cpu or root.resolve() == committed):
+        raise ParameterError("device", f"a CUDA device to store a GPU calibration under {root}", str(dev))
+    runs = workloads("gpu") if runs is None else list(runs)
+    if not runs:
+        raise ParameterError("runs", "at least one planned training run (the gpu plan trains no model)", runs)
+    t0 = time.perf_counter()
+    rows = []
+    for r in runs:
+        rows.append(measure(r, device=dev, iters=iters))
+        speed = f"{rows[-1]['images_per_s']:,.0f} images/s, {rows[-1]['flops_per_s'] / 1e12:.3f} TFLOP/s"
+        log(f"[calibrate] {r.size} {r.channels}x{r.img_size}px batch {r.batch_size}: {speed}")
+    import torch
+
+    data = {
+        "points": pd.DataFrame(rows),
+        "device_type": dev.type,
+        "device_name": device_name(dev),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda or "",
+    }
+    config = {"workloads": [_describe(r) for r in runs], "iters": iters, "epochs": 2, "amp": "auto"}
+    notebook, name, profile = cost.GPU_CALIBRATION
+    return store.save(
+        name,
+        config,
+        data,
+        notebook=notebook,
+        profile=profile,
+        device=dev,
+        root=root,
+        wall_time_s=time.perf_counter() - t0,
+    )

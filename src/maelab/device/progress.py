@@ -1,0 +1,99 @@
+"""Progress of the installments, for the re-run page: per notebook, what is stored of a profile and what is left.
+
+:func:`progress` reads the plan (:func:`maelab.cost.notebook_plans`, the cost model's runs per notebook) and the
+stored records, and predicts the minutes left on the GPU model of the plans (:func:`maelab.cost.gpu_device`: the
+measured calibration when one is stored, else the assumed H100).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _records(root: Path, notebook: str, profile: str) -> tuple[list, int]:
+    """(stored results of ``profile`` in the notebook's folder that verify, claims left out; how many do not)."""
+    from .. import store
+
+    good, bad = [], 0
+    folder = root / notebook
+    for p in sorted(folder.glob(f"*.{profile}.json")) if folder.is_dir() else ():
+        name = p.name[: -len(f".{profile}.json")]
+        if name.startswith(".") or name in store.NO_COMPUTE_EXEMPT:
+            continue
+        try:
+            good.append(store.load(notebook, name, profile, root=root))
+        except store.RecordError:
+            bad += 1
+    return good, bad
+
+
+def complete(notebook: str, profile: str, root: Path) -> bool:
+    """Whether the notebook's ``profile`` result set is complete: its claims record is stored (a run of the notebook
+    reached its end, here or on a lent machine) and every result that record cites is stored under the config hash
+    it cites."""
+    from .. import store
+
+    try:
+        claims = store.load(notebook, "claims", profile, root=root)
+        if claims is None:
+            return False
+        for rec in claims["claims"].values():
+            for src in rec.get("sources", []):
+                nb, _, name = src["name"].rpartition("/")
+                got = store.load(nb or notebook, name, profile, root=root)
+                if got is None or got.provenance.get("config_hash") != src["config_hash"]:
+                    return False
+    except (store.RecordError, KeyError, TypeError, AttributeError):
+        return False
+    return True
+
+
+def progress(
+    profile: str = "gpu",
+    *,
+    notebooks: list[str] | None = None,
+    root: str | Path | None = None,
+    plans: dict | None = None,
+    device=None,
+):
+    """One row per planned notebook (``plans``: default :func:`maelab.cost.notebook_plans`): planned runs (with
+    their repeats), predicted minutes on ``device`` (default: :func:`maelab.cost.gpu_device` for ``gpu``, the
+    calibrated CPU for ``cpu``), results stored (verified records of ``profile``, claims left out), the minutes they
+    took on a device of the profile's kind (a gpu record computed on a CPU does not count), whether the result set
+    is complete (:func:`complete`), the minutes left (0 when complete, else the prediction less the minutes spent,
+    at least 0: an estimate, as good as the plan), and the devices and torch versions that computed the records.
+    ``root``: the results root (default the committed ``data/results``)."""
+    import pandas as pd
+
+    from .. import cost, store
+    from .._validate import one_of
+
+    one_of("profile", profile, ("gpu", "cpu"))
+    root = Path(root) if root is not None else store.repo_root() / "data" / "results"
+    plans = cost.notebook_plans(profile) if plans is None else plans
+    if device is None:
+        device = cost.gpu_device(root) if profile == "gpu" else cost.cpu_device()
+    rows = []
+    for nb, runs in plans.items():
+        if notebooks is not None and nb not in notebooks:
+            continue
+        predicted = sum(cost.predict(r, device)["seconds"] for r in runs) / 60
+        recs, bad = _records(root, nb, profile)
+        on_kind = [r for r in recs if str(r.provenance.get("device", "")).startswith("cpu") == (profile == "cpu")]
+        spent = sum(float(r.provenance.get("wall_time_s") or 0.0) for r in on_kind) / 60
+        done = complete(nb, profile, root)
+        rows.append(
+            {
+                "notebook": nb,
+                "planned runs": sum(r.repeats for r in runs),
+                "predicted min": round(predicted, 1),
+                "results stored": len(recs),
+                "results that do not verify": bad,
+                "min spent": round(spent, 1),
+                "complete": done,
+                "predicted min left": 0.0 if done else round(max(predicted - spent, 0.0), 1),
+                "computed on": "; ".join(sorted({str(r.provenance.get("device")) for r in recs})) or "—",
+                "torch": ", ".join(sorted({str(r.provenance.get("versions", {}).get("torch")) for r in recs})) or "—",
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,429 @@
+"""GPU results by installments (issue 25), on the CPU: pack -> run (dry run, ``--device cpu``) -> import, a run
+stopped by its budget leaving only complete records, the pack's size limit, the import's refusals, the carried
+datasets, the calibration and the cost model, the progress helper. No test computes or stores a GPU result."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from maelab import cost, store
+from maelab._validate import ParameterError
+from maelab.device import ArchiveError, DeviceError, import_archive, read_manifest
+from maelab.device import archive as arch
+from maelab.device import pack as pk
+from maelab.device import runner as rn
+from maelab.device._common import LIMIT_BYTES, sha256_bytes, sha256_file
+
+ROOT = store.repo_root()
+
+
+def _quiet(*args, **kwargs):
+    pass
+
+
+@pytest.fixture(scope="module")
+def dry(tmp_path_factory):
+    """One pack of ``masking`` (no wheels) and its gpu dry run on this CPU: (pack folder, archive, manifest)."""
+    tmp = tmp_path_factory.mktemp("device")
+    pack_dir = pk.pack(["masking"], out=tmp / "pack", wheels=False, log=_quiet)
+    archive, manifest = rn.run(
+        ["masking"], out=tmp / "out", pack_dir=pack_dir, budget_min=5, device="cpu", dry_run=True, log=_quiet
+    )
+    return pack_dir, archive, manifest
+
+
+# ----------------------------------------------------------------------------------------------- round trip
+def test_pack_run_import_round_trip(dry, tmp_path):
+    pack_dir, archive, manifest = dry
+    m = json.loads((pack_dir / "manifest.json").read_text())
+    assert m["notebooks"] == ["masking"] and m["profile"] == "gpu" and len(m["commit"]) == 40
+    assert pk.tree_bytes(ROOT) + pk.folder_bytes(pack_dir) <= LIMIT_BYTES
+    outcome = manifest["run"]["notebooks"]["masking"]
+    assert outcome["status"] == "finished", outcome
+    assert manifest["run"]["dry_run"] and manifest["machine"]["device_type"] == "cpu"
+    names = sorted(Path(r).name for r in manifest["records"])
+    assert names == ["identity_1d.gpu.json", "spectra_2d.gpu.json"]  # claims records stay behind (derived)
+    assert archive.with_suffix(".log").read_text().startswith("==== masking ====")
+    root = tmp_path / "results"
+    installed = import_archive(archive, root=root, log=_quiet)
+    assert sorted(installed) == [f"masking/{n}" for n in names]
+    for n in names:
+        got = store.load("masking", n.split(".")[0], "gpu", root=root)
+        assert (
+            got.provenance["git"]["commit"] == m["commit"] and got.provenance["device"] == manifest["machine"]["device"]
+        )
+    assert store.check(root, log=_quiet) == 0
+    assert import_archive(archive, root=root, log=_quiet) == []  # the same bytes: nothing to do
+
+
+@pytest.mark.book
+def test_program_stores_what_the_notebook_stores(dry, tmp_path, monkeypatch):
+    """The plain program and the papermill notebook store the same records: same config hashes, same values."""
+    import tempfile
+
+    from maelab import book
+
+    _, archive, _ = dry
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    book.run_dry("gpu", ["masking"], keep=True, device="cpu")
+    nb_root = next(tmp_path.glob("maelab-dry-run-*")) / "results"
+    ours = tmp_path / "ours"
+    import_archive(archive, root=ours, log=_quiet)
+    names = sorted(p.name for p in (ours / "masking").glob("*.json"))
+    assert names == sorted(p.name for p in (nb_root / "masking").glob("*.json") if not p.name.startswith("claims"))
+    for name in names:
+        a, b = (json.loads((r / "masking" / name).read_text()) for r in (ours, nb_root))
+        assert a["provenance"]["config_hash"] == b["provenance"]["config_hash"], name
+        assert a["provenance"]["config"] == b["provenance"]["config"], name
+        # the same numbers: plain values equal, side files byte for byte (their SHA-256)
+        assert a["data"] == b["data"], name
+        assert {k: v["sha256"] for k, v in a["frames"].items()} == {k: v["sha256"] for k, v in b["frames"].items()}
+        assert (a["arrays"] or {}).get("sha256") == (b["arrays"] or {}).get("sha256"), name
+
+
+# ----------------------------------------------------------------------------------------------- budget
+_SLOW = [
+    {
+        "source": 'profile = "gpu"\nseed = 0\ndevice = "auto"\nrecompute = False\nprogress = None',
+        "tags": ["parameters"],
+    },
+    {
+        "source": "import signal, time\n"
+        "from maelab import store\n"
+        "from maelab._util import atomic_path\n"
+        "store.load_or_compute('first', {'k': 1}, lambda: {'x': 1.5, 'a': __import__('numpy').arange(3)},\n"
+        "                      notebook='masking', profile=profile)\n"
+        "def slow():\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # only SIGKILL stops it: nothing cleans up after it\n"
+        "    with atomic_path(store.results_root(profile) / 'masking' / 'half.txt') as tmp:\n"
+        "        tmp.write_text('half written')\n"
+        "        time.sleep(600)\n"
+        "store.load_or_compute('second', {'k': 2}, slow, notebook='masking', profile=profile)\n",
+        "tags": [],
+    },
+]
+
+
+def _replace_program(pack_dir: Path, notebook: str, cells: list[dict]) -> None:
+    """Give a pack another program for ``notebook`` (its manifest's checksum updated to match)."""
+    prog = pack_dir / "programs" / f"{notebook}.json"
+    prog.write_text(json.dumps({"cells": cells, "parameters_cell": 0}))
+    m = json.loads((pack_dir / "manifest.json").read_text())
+    m["files"][f"programs/{notebook}.json"] = sha256_file(prog)
+    (pack_dir / "manifest.json").write_text(json.dumps(m))
+
+
+def test_a_run_stopped_by_its_budget_leaves_only_complete_records(tmp_path, monkeypatch):
+    """The budget ends while the second record is being computed by a writer that ignores SIGTERM (so SIGKILL ends
+    it, and nothing of it cleans up): the first record stays, complete; nothing of the second is left."""
+    pack_dir = pk.pack(["masking"], profile="cpu", out=tmp_path / "pack", wheels=False, log=_quiet)
+    _replace_program(pack_dir, "masking", _SLOW)
+    results = tmp_path / "results"
+
+    def budget_left(deadline):  # the budget ends once the second record's writer has its temp file open
+        return 0.0 if list((results / "masking").glob(".maelab-tmp.half.txt.*")) else 60.0
+
+    monkeypatch.setattr(rn, "_budget_left", budget_left)
+    lines = []
+    archive, manifest = rn.run(
+        out=tmp_path / "out", pack_dir=pack_dir, profile="cpu", budget_min=10, device="cpu",
+        results_dir=results, grace_s=1.0, log=lines.append,
+    )  # fmt: skip
+    outcome = manifest["run"]["notebooks"]["masking"]
+    assert outcome["status"] == "stopped"
+    assert [r["name"] for r in outcome["records"] if r["event"] == "unfinished"] == ["second"]
+    assert "cut off while computing second; cleaned" in lines[-2]
+    left = {p.name for p in (results / "masking").iterdir()}
+    assert left == {"first.cpu.json", next(n for n in left if n.startswith("first.cpu.") and n.endswith(".npz"))}
+    assert store.load("masking", "first", "cpu", root=results)["x"] == 1.5
+    assert store.check(results, log=_quiet) == 0
+    assert manifest["records"] == ["masking/first.cpu.json"]
+    assert sorted(zipfile.ZipFile(archive).namelist()) == sorted(["manifest.json", *manifest["files"]])
+
+
+def test_clean_removes_what_a_killed_writer_leaves(tmp_path):
+    root = tmp_path / "r"
+    store.save("kept", {"k": 1}, {"a": np.arange(3)}, notebook="nb", profile="cpu", root=root)
+    folder = root / "nb"
+    (folder / "old.cpu.1234567890ab.npz").write_bytes(b"stray, but there before the run")
+    before = rn.snapshot(root, ["nb"])
+    (folder / "new.cpu.abcdefabcdef.npz").write_bytes(b"published side file of an unpublished record")
+    (folder / ".maelab-tmp-store.new.cpu.host-1.x").mkdir()
+    (folder / ".maelab-lock.new.cpu").write_text("")
+    removed = rn.clean(root, ["nb"], before)
+    stale = ["nb/new.cpu.abcdefabcdef.npz", "nb/.maelab-tmp-store.new.cpu.host-1.x", "nb/.maelab-lock.new.cpu"]
+    assert sorted(removed) == sorted([*stale, "nb/.maelab-lock.kept.cpu"])  # lock files go, the writers are gone
+    assert (folder / "old.cpu.1234567890ab.npz").exists() and store.load("nb", "kept", "cpu", root=root) is not None
+
+
+def test_program_injects_the_parameters_after_the_parameters_cell():
+    cells = [{"source": "import x", "tags": []}, {"source": "profile = 'cpu'", "tags": ["parameters"]}]
+    cells.append({"source": "print(profile)", "tags": []})
+    text = rn.program(cells, 1, {"profile": "gpu", "recompute": False, "device": "cuda"}, "nb")
+    body = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    assert body[:2] == [
+        "from maelab.device.kernel import install as _maelab_device_install",
+        "_maelab_device_install()",
+    ]
+    assert body[2:] == ["import x", "profile = 'cpu'", "profile = 'gpu'", "recompute = False", "device = 'cuda'",
+                        "print(profile)"]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------- pack
+def test_pack_refuses_what_does_not_fit_and_keeps_the_old_folder(dry, tmp_path):
+    pack_dir = pk.pack(["masking"], out=tmp_path / "pack", wheels=False, log=_quiet)
+    before = (pack_dir / "manifest.json").read_bytes()
+    with pytest.raises(DeviceError, match=r"exceed 1\.0 MiB; carry fewer datasets") as e:
+        pk.pack(["masking"], out=pack_dir, wheels=False, limit_bytes=1 << 20, log=_quiet)
+    assert "\n" not in str(e.value)
+    assert (pack_dir / "manifest.json").read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".maelab-tmp")]
+
+
+def test_pack_refuses_unknown_notebooks_and_datasets(tmp_path):
+    with pytest.raises(ParameterError, match="notebook must be one of"):
+        pk.pack(["scoreboard"], out=tmp_path / "p", wheels=False, log=_quiet)
+    with pytest.raises(ParameterError, match="dataset must be one of"):
+        pk.pack(["masking"], out=tmp_path / "p", wheels=False, datasets=["imagenet"], log=_quiet)
+
+
+def test_datasets_named_by_the_gpu_settings():
+    assert pk.datasets_named(["zhang_umae"], "gpu") == ["fashion_mnist", "mnist", "cifar_dogcat"]
+    assert pk.datasets_named(["masking"], "gpu") == []
+
+
+def test_run_refuses_a_changed_tree_and_a_gpu_run_without_cuda(dry, tmp_path):
+    pack_dir, _, _ = dry
+    with pytest.raises(DeviceError, match="gpu results are never computed on a CPU"):
+        rn.run(out=tmp_path, pack_dir=pack_dir, device="cpu", log=_quiet)
+    with pytest.raises(ParameterError, match="--profile must be the pack's profile 'gpu'"):
+        rn.run(out=tmp_path, pack_dir=pack_dir, profile="cpu", device="cpu", dry_run=True, log=_quiet)
+    copy = tmp_path / "pack"
+    shutil.copytree(pack_dir, copy)
+    (copy / "programs" / "masking.json").write_text("{}")
+    with pytest.raises(DeviceError, match="programs/masking.json is missing or changed since the pack"):
+        rn.run(out=tmp_path, pack_dir=copy, device="cpu", dry_run=True, log=_quiet)
+    m = json.loads((pack_dir / "manifest.json").read_text())
+    m["code_sha256"] = "0" * 64
+    shutil.copytree(pack_dir, copy, dirs_exist_ok=True)
+    (copy / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(DeviceError, match="not the packed code"):
+        rn.run(out=tmp_path, pack_dir=copy, device="cpu", dry_run=True, log=_quiet)
+
+
+def test_carried_dataset_round_trip(tmp_path, monkeypatch):
+    """A fetched dataset travels xz-compressed and comes back through the loader's hash check; a damaged one does
+    not (a small stand-in for cifar_dogcat, so that no real dataset is needed)."""
+    import dataclasses
+    import lzma
+
+    from maelab.data import packaged
+
+    rng = np.random.default_rng(0)
+    arrays = {
+        "train_images": rng.integers(0, 256, (4, 3, 32, 32), dtype=np.uint8),
+        "train_labels": np.array([0, 1, 0, 1], dtype=np.int64),
+        "test_images": rng.integers(0, 256, (2, 3, 32, 32), dtype=np.uint8),
+        "test_labels": np.array([0, 1], dtype=np.int64),
+    }
+    sha = packaged.arrays_sha256(arrays)
+    spec = dataclasses.replace(packaged.SPECS["cifar_dogcat"], counts=(4, 2), sha256=sha)
+    monkeypatch.setitem(packaged.SPECS, "cifar_dogcat", spec)
+    monkeypatch.setenv("MAELAB_DATA_DIR", str(tmp_path / "fetched"))
+    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "fetched").mkdir()
+    np.savez_compressed(tmp_path / "fetched" / "cifar_dogcat.npz", **arrays, sha256=np.array(sha), source=np.array("t"))
+    xz = pk.compressed_dataset("cifar_dogcat", ROOT, log=_quiet)
+    assert xz.parent == tmp_path / "cache" / "device" / "datasets"
+    (tmp_path / "pack" / "datasets").mkdir(parents=True)
+    shutil.copyfile(xz, tmp_path / "pack" / "datasets" / "cifar_dogcat.npz.xz")
+    manifest = {"datasets": {"cifar_dogcat": {"file": "datasets/cifar_dogcat.npz.xz"}}}
+    dest = rn.unpack_datasets(tmp_path / "pack", manifest, tmp_path / "data", log=_quiet)
+    back = packaged.read_arrays("cifar_dogcat", dest)
+    assert all(np.array_equal(back[k], arrays[k]) for k in arrays)
+    raw = bytearray(lzma.decompress(xz.read_bytes()))
+    raw[-200] ^= 0xFF  # a pixel changed
+    (tmp_path / "pack" / "datasets" / "cifar_dogcat.npz.xz").write_bytes(lzma.compress(bytes(raw)))
+    with pytest.raises(DeviceError, match="carried dataset cifar_dogcat does not check"):
+        rn.unpack_datasets(tmp_path / "pack", manifest, tmp_path / "data2", log=_quiet)
+
+
+# ----------------------------------------------------------------------------------------------- import refusals
+def _rewrite(src: Path, dst: Path, edit) -> Path:
+    """A copy of archive ``src`` whose members pass through ``edit(members: dict) -> None`` (the manifest as a
+    dict under "manifest.json")."""
+    with zipfile.ZipFile(src) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    members["manifest.json"] = json.loads(members["manifest.json"])
+    edit(members)
+    with zipfile.ZipFile(dst, "w") as z:
+        for n, b in members.items():
+            z.writestr(n, json.dumps(b) if n == "manifest.json" else b)
+    return dst
+
+
+def test_import_refuses_a_tampered_member(dry, tmp_path):
+    def edit(m):
+        name = "masking/identity_1d.gpu.json"
+        m[name] = m[name].replace(b'"profile"', b'"profile" ', 1)
+
+    bad = _rewrite(dry[1], tmp_path / "a.zip", edit)
+    with pytest.raises(ArchiveError, match="identity_1d.gpu.json was changed"):
+        import_archive(bad, root=tmp_path / "r", log=_quiet)
+    assert not (tmp_path / "r").exists()
+
+
+def test_import_refuses_a_record_with_a_wrong_checksum(dry, tmp_path):
+    def edit(m):
+        name = "masking/identity_1d.gpu.json"
+        rec = json.loads(m[name])
+        rec["provenance"]["wall_time_s"] = 0.001  # the manifest is kept consistent, the record's own sum is not
+        m[name] = json.dumps(rec).encode()
+        m["manifest.json"]["files"][name] = sha256_bytes(m[name])
+
+    bad = _rewrite(dry[1], tmp_path / "a.zip", edit)
+    with pytest.raises(ArchiveError, match="identity_1d.gpu.json does not verify .*tampered"):
+        import_archive(bad, root=tmp_path / "r", log=_quiet)
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("name", ["../evil.json", "masking/../../evil.json", "/tmp/evil.json", "other/x.json"])
+def test_import_refuses_a_path_outside_the_archive_folders(dry, tmp_path, name):
+    def edit(m):
+        m[name] = b"{}"
+        m["manifest.json"]["files"][name] = sha256_bytes(b"{}")
+
+    bad = _rewrite(dry[1], tmp_path / "a.zip", edit)
+    with pytest.raises(ArchiveError, match="is not <folder>/<file> in the archive's folders"):
+        import_archive(bad, root=tmp_path / "r", log=_quiet)
+    assert not (tmp_path / "r").exists() and not (tmp_path / "evil.json").exists()
+
+
+def test_import_refuses_a_folder_outside_the_pack_and_a_stray_file(dry, tmp_path):
+    bad = _rewrite(dry[1], tmp_path / "a.zip", lambda m: m["manifest.json"]["folders"].append("zhang_umae"))
+    with pytest.raises(ArchiveError, match="folder 'zhang_umae' is not a notebook of the pack"):
+        read_manifest(bad)
+
+    def stray(m):
+        m["masking/extra.gpu.abcdefabcdef.npz"] = b"x"
+        m["manifest.json"]["files"]["masking/extra.gpu.abcdefabcdef.npz"] = sha256_bytes(b"x")
+
+    bad = _rewrite(dry[1], tmp_path / "b.zip", stray)
+    with pytest.raises(ArchiveError, match="extra.gpu.abcdefabcdef.npz is named by no record"):
+        import_archive(bad, root=tmp_path / "r", log=_quiet)
+
+
+def test_import_refuses_provenance_it_cannot_vouch_for(dry, tmp_path):
+    bad = _rewrite(dry[1], tmp_path / "a.zip", lambda m: m["manifest.json"]["pack"].update(commit="f" * 40))
+    with pytest.raises(ArchiveError, match="commit ffffffffff is not in this repository's history"):
+        import_archive(bad, root=tmp_path / "r", log=_quiet)
+    bad = _rewrite(dry[1], tmp_path / "b.zip", lambda m: m["manifest.json"]["machine"].update(device="NVIDIA H100"))
+    with pytest.raises(ArchiveError, match="provenance device .* is not the archive's 'NVIDIA H100'"):
+        import_archive(bad, root=tmp_path / "r", log=_quiet)
+    manifest = read_manifest(dry[1])
+    committed = tmp_path / "committed"
+    with pytest.raises(ArchiveError, match="a dry run's results .* never go into"):
+        arch._check_target(dry[1], manifest, committed, committed, allow_dirty=False)
+    real = {**manifest, "run": {**manifest["run"], "dry_run": False}, "pack": {**manifest["pack"], "dirty": False}}
+    with pytest.raises(ArchiveError, match="gpu results computed on .*not on a CUDA device"):
+        arch._check_target(dry[1], real, committed, committed, allow_dirty=False)
+    arch._check_target(dry[1], manifest, tmp_path / "elsewhere", committed, allow_dirty=False)  # other roots: fine
+
+
+def test_import_refuses_to_overwrite_other_values_unless_asked(dry, tmp_path):
+    root = tmp_path / "r"
+    store.save("identity_1d", {"other": 1}, {"x": 1}, notebook="masking", profile="gpu", root=root)
+    with pytest.raises(ArchiveError, match="identity_1d.gpu.json is stored with other values; --replace"):
+        import_archive(dry[1], root=root, log=_quiet)
+    assert store.load("masking", "identity_1d", "gpu", root=root)["x"] == 1
+    import_archive(dry[1], root=root, replace=True, log=_quiet)
+    assert store.load("masking", "identity_1d", "gpu", root=root).provenance["config"] != {"other": 1}
+    assert store.check(root, log=_quiet) == 0  # the replaced record's side files went with it
+
+
+def test_store_cli_import_errors_in_one_line(tmp_path):
+    (tmp_path / "x.zip").write_bytes(b"not a zip")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    r = subprocess.run(
+        [sys.executable, "-m", "maelab.store", "import", str(tmp_path / "x.zip"), "--results-dir", str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 1 and r.stderr.strip().count("\n") == 0 and "not a readable zip archive" in r.stderr
+
+
+# ----------------------------------------------------------------------------------------------- calibration, cost
+def test_calibration_is_stored_and_used_only_when_measured_on_cuda(tmp_path):
+    from maelab.device.calibrate import calibrate
+
+    run = cost.PlannedRun("tiny", size="micro", img_size=16, channels=1, batch_size=8, steps=10)
+    with pytest.raises(ParameterError, match="device must be a CUDA device to store a GPU calibration"):
+        calibrate(device="cpu", runs=[run], iters=2, log=_quiet)  # not into data/results, and not without allow_cpu
+    res = calibrate(device="cpu", runs=[run], iters=2, root=tmp_path, allow_cpu=True, log=_quiet)
+    pts = res["points"]
+    assert list(pts["batch_size"]) == [8] and res["device_type"] == "cpu"
+    assert pts["images_per_s"][0] == pytest.approx(8 / pts["seconds_per_step"][0])
+    assert pts["flops_per_step"][0] == cost.step_flops(run.build(), 8).flops
+    assert cost.gpu_device(tmp_path) is cost.H100  # measured on a CPU: never a GPU model
+    measured = cost.measured_device(pts, "test")
+    # a measured workload is predicted at its measured time per step
+    assert cost.predict(run, measured)["train_s"] == pytest.approx(10 * pts["seconds_per_step"][0], rel=1e-9)
+    assert measured.name == cost.H100.name  # plan tables keep their column
+
+
+# ----------------------------------------------------------------------------------------------- progress
+def test_progress_counts_stored_results_and_completeness(tmp_path):
+    from maelab.device.progress import progress
+
+    run = cost.PlannedRun("r", size="micro", batch_size=8, steps=100_000, repeats=3)
+    plans = {"masking": [run], "kong_theory": []}
+    predicted = (
+        3 * 100_000 * cost.H100.seconds(cost.step_flops(run.build(), 8).flops, cost.step_flops(run.build(), 8).ops)
+    )
+    rec = store.save("a", {"k": 1}, {"x": 1}, notebook="masking", profile="gpu", root=tmp_path)
+    store.save("b", {"k": 1}, {"x": 1}, notebook="masking", profile="cpu", root=tmp_path)  # another profile
+    t = progress("gpu", root=tmp_path, plans=plans, device=cost.H100).set_index("notebook")
+    assert t.loc["masking", "planned runs"] == 3 and t.loc["masking", "results stored"] == 1
+    assert t.loc["masking", "predicted min"] == pytest.approx(round(predicted / 60, 1))
+    assert not t.loc["masking", "complete"] and t.loc["masking", "min spent"] == 0  # computed on a CPU
+    assert t.loc["masking", "predicted min left"] == t.loc["masking", "predicted min"]
+    assert t.loc["kong_theory", "planned runs"] == 0 and t.loc["kong_theory", "results stored"] == 0
+    claims = {"c": {"sources": [{"name": "a", "config_hash": rec.provenance["config_hash"]}]}}
+    store.save("claims", {"k": 0}, {"claims": claims}, notebook="masking", profile="gpu", root=tmp_path)
+    t = progress("gpu", root=tmp_path, plans=plans, device=cost.H100).set_index("notebook")
+    assert t.loc["masking", "complete"] and t.loc["masking", "predicted min left"] == 0
+    assert t.loc["masking", "results stored"] == 1  # the claims record is not a result
+    claims["c"]["sources"][0]["config_hash"] = "0" * 16
+    store.save("claims", {"k": 0}, {"claims": claims}, notebook="masking", profile="gpu", root=tmp_path)
+    assert (
+        not progress("gpu", root=tmp_path, plans=plans, device=cost.H100)
+        .set_index("notebook")
+        .loc["masking", "complete"]
+    )
+
+
+# ----------------------------------------------------------------------------------------------- provenance
+def test_git_state_from_the_pack_where_git_cannot_answer(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAELAB_GIT_STATE", json.dumps({"commit": "a" * 40, "dirty": True}))
+    assert store.git_state(tmp_path) == {"commit": "a" * 40, "dirty": True}  # tmp_path: no git repository
+    assert store.git_state(ROOT)["commit"] != "a" * 40  # git answers: the variable is not read
+    monkeypatch.setenv("MAELAB_GIT_STATE", '{"commit": "HEAD"}')
+    with pytest.raises(ParameterError, match="MAELAB_GIT_STATE must be JSON"):
+        store.git_state(tmp_path)
+
+
+def test_archive_zip_is_readable_without_the_repository(dry):
+    manifest = read_manifest(dry[1])
+    assert set(manifest["files"]) == set(zipfile.ZipFile(io.BytesIO(dry[1].read_bytes())).namelist()) - {
+        "manifest.json"
+    }
+    assert arch.summary(manifest).startswith("masking: finished")
