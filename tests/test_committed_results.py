@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from maelab import book, profiles, store
+from maelab import book, profiles, store, zoo
 
 ROOT = store.repo_root() / "data" / "results"
 RECORDS = sorted(ROOT.glob("*/*.json"))
@@ -27,6 +27,11 @@ def test_committed_record_hashes_to_its_key_and_loads(path):
     assert store.config_hash(prov["config"]) == prov["config_hash"]
     assert store.load(notebook, name, profile, root=ROOT) is not None, "record unreadable or side files changed"
     if name == "claims" or notebook == book.PLAN_NOTEBOOK:  # plan tables: tests/test_dryrun.py
+        return
+    if notebook == zoo.NOTEBOOK:  # the shared zoo: no notebook; its record is the one today's zoo settings name
+        S = zoo.ZooSettings.for_profile(profile)
+        keys = dict(zoo._job_key(S, j) for j in zoo._jobs(S))
+        assert store._canonical(keys[name]) == prov["config"], f"zoo/{name}: today's {profile} zoo settings differ"
         return
     assert prov["config"]["profile"] == profile
     assert "settings" not in prov["config"], "pre-migration key: run scripts/migrate_result_keys.py"

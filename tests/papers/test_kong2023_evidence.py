@@ -381,10 +381,22 @@ def test_representations_page_reproduces_its_committed_claims_record():
     S = profiles.settings("kong_representations", "cpu")
     rows = pd.concat([_load("kong_representations", f"encoders_s{s}")["rows"] for s in S.seeds], ignore_index=True)
     got, check = kev.representation_rows(rows, S)
+    ZS = zoo.ZooSettings.for_profile("cpu")  # four rows are decided on the shared zoo, with its ink measurements
+    zev, zchecks = kev.zoo_representation_rows(
+        zoo.load_entries(ZS, "cpu")["entries"],
+        _load("kong_representations", "zoo_ink")["marks"],
+        ZS.mask_ratios,
+        ZS.unit_ratio,
+        ZS.seeds,
+        S.loss_margin,
+    )
+    shapes_rows = set(got) - set(zev)
+    got.update(zev)
     _committed("kong_representations", got, len(S.seeds))
     # the committed record's text named every failing seed (0: +4.9 points, 1: -3.2); the LearnedCheck names the worst
     assert check.gains == pytest.approx((0.049, -0.032, 0.11), abs=1e-6)
-    assert all(e.unmet == check.unmet for e in got.values()) and "seed 1: 14.1 % vs 17.3 %" in check.unmet
+    assert all(got[k].unmet == check.unmet for k in shapes_rows) and "seed 1: 14.1 % vs 17.3 %" in check.unmet
+    assert all(c.met for c in zchecks) and all(e.unmet == "" for e in zev.values())
 
 
 # ------------------------------------------------------------------ the four rows on the shared zoo
