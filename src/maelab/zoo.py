@@ -1,7 +1,7 @@
 """One learned zoo of MAEs that every page reads: mask ratio x masking unit x seed on one real dataset.
 
 Every entry is pre-trained by :func:`maelab.experiments.pretrain` with the official MAE recipe (norm-pix loss,
-:data:`maelab.models.OFFICIAL_CHOICES`) and measured once by :func:`measure_entry`; the measurements are one store
+``maelab.models.OFFICIAL_CHOICES``) and measured once by :func:`measure_entry`; the measurements are one store
 record per entry (notebook ``zoo``, name :func:`entry_name`, e.g. ``r0p75_u1_s0``), so the zoo accumulates run by
 run and across machines, and pages read the records without the checkpoints. The grid (:func:`configs`): every
 ratio of ``mask_ratios`` at masking unit 1, and every unit of ``units`` at ``unit_ratio`` (unit 1 there is the

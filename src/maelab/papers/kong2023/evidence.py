@@ -162,13 +162,12 @@ def reconstruction_checks(scores, margin: float) -> tuple[ReconstructionCheck, .
     (runs: its seeds), met when in every seed the model's masked-patch test loss (``loss``, its own objective under
     its own masking) is at most ``1 - margin`` times the smaller of the same architecture's loss at random
     initialisation (``reference_loss``) and the loss of predicting every patch's own mean (``patch_mean_loss``),
-    under the same masks (:func:`.reconstruction.masked_patch_losses`).
+    under the same masks (:func:`maelab.reconstruction.masked_patch_losses`).
 
     The page's own rule (``loss_margin``, 5 %; see ``KongReconstructionSettings``), not the book's
     :data:`maelab.claims.RECON_MAX_RATIO` (0.8): the same idea -- the loss must be a stated fraction of a trivial
-    predictor's -- with the page's stated fraction, so the rows gated are those the page has always gated (the
-    committed cpu runs reach a ratio of 0.922, above 0.8). One difference from the former
-    :func:`.reconstruction.learned_to_reconstruct`: a ratio exactly equal to ``1 - margin`` now passes (``<=``
+    predictor's -- with the page's stated fraction, fixed before the shared zoo was trained. One difference from
+    the former ``learned_to_reconstruct`` (deleted): a ratio exactly equal to ``1 - margin`` now passes (``<=``
     instead of ``<``), the engine's convention."""
     one = _trained(scores)
     _need(one, ["loss", "reference_loss", "patch_mean_loss"], "scores")

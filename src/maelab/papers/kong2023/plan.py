@@ -1,6 +1,7 @@
 """Planned runs of the Kong et al. (2023) notebooks, for :mod:`maelab.cost` (``plans(profile)``).
 
-Built from each profile's settings exactly as the notebooks build their zoo (:mod:`.zoo`):
+Built from each profile's settings exactly as the notebooks build their zoos (:mod:`maelab.zoo`,
+:mod:`maelab.papers.kong2023.zoo`):
 
 * ``kong_reconstruction``: the shared zoo's pre-training (:mod:`maelab.zoo`; one :class:`~maelab.cost.PlannedRun`
   per (ratio, unit), repeated per seed, with the trainer's online evaluation); its measurements per entry (two
@@ -8,10 +9,10 @@ Built from each profile's settings exactly as the notebooks build their zoo (:mo
   two loss passes, each counted as one unmasked forward) are added as evaluation images. The zoo is computed
   once for every page that reads it; it is planned here, on the first page that computes it. ``kong_theory``
   trains nothing.
-* ``kong_representations``: the pre-training of its ``shapes`` zoo (:mod:`.zoo`; the rows that need known
-  latents) and, per encoder (that zoo and the random init, per seed), the feature passes of the probe images, the
-  shifts, the cue-conflict images and the attention / token images; the shared zoo's ink measurements are small
-  beside them and the shared zoo itself is planned on ``kong_reconstruction``.
+* ``kong_representations``: the pre-training of its ``shapes`` zoo (:mod:`maelab.papers.kong2023.zoo`; the rows
+  that need known latents) and, per encoder (that zoo and the random init, per seed), the feature passes of the
+  probe images, the shifts, the cue-conflict images and the attention / token images; the shared zoo's ink
+  measurements are small beside them and the shared zoo itself is planned on ``kong_reconstruction``.
 """
 
 from __future__ import annotations

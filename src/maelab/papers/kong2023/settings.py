@@ -1,6 +1,7 @@
 """Settings of the Kong et al. (2023) notebooks: ``kong_theory`` (Theorem 1 on explicit DAGs, Theorem 2 in a
 linear-Gaussian hierarchy; exact, no training), ``kong_reconstruction`` (Fig. 5) and ``kong_representations``
-(Tables 1-3, Figs 6-8), the last two on one shared zoo of pretrained encoders (:mod:`.zoo`).
+(Tables 1-3, Figs 6-8): Fig. 5 on the book's shared zoo (:mod:`maelab.zoo`), the representation rows on a
+``shapes`` zoo (:mod:`maelab.papers.kong2023.zoo`) and, four of them, on the shared zoo.
 
 Each class holds the ``cpu`` values as defaults and ``SMOKE`` / ``GPU`` overrides; see :mod:`maelab.profiles`. The
 two trained-model classes share the zoo's fields through :class:`KongZooSettings` (same values in every profile),

@@ -2,6 +2,6 @@
 
 Not a paper: the cross-paper claims that the four papers' theories make about the *same* encoders, the shared zoo
 of :mod:`maelab.zoo`, decided by the same claims engine. Its measurements beyond the zoo records (the
-masked-pixel Jacobians of Bisulco et al. and the attention distance) are in :mod:`.geometry`, its rows in
-:mod:`.claims`, their evidence in :mod:`.evidence`.
+masked-pixel Jacobians of Bisulco et al. and the attention distance) are in :mod:`maelab.papers.synthesis.geometry`, its
+rows in :mod:`maelab.papers.synthesis.claims`, their evidence in :mod:`maelab.papers.synthesis.evidence`.
 """

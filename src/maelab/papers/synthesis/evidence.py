@@ -1,5 +1,5 @@
 """The evidence of the synthesis rows, from the shared zoo's entries (:func:`maelab.zoo.load_entries`) and the
-page's geometry measurements (:func:`.geometry.geometry_row`, one row per model and seed).
+page's geometry measurements (:func:`maelab.papers.synthesis.geometry.geometry_row`, one row per model and seed).
 
 Every row is gated by the pretext task, never by the quantity it measures: each model the row compares must pass
 the reconstruction check of the Kong page (its masked-patch test loss at most ``1 - loss_margin`` times the better
@@ -46,7 +46,7 @@ def synthesis_rows(
     entries, geometry, mask_ratios, units, unit_ratio: float, seeds, loss_margin: float
 ) -> tuple[dict[str, Evidence], tuple[ReconstructionCheck, ...]]:
     """Every row of the synthesis page and the checks that gate them (see the module docstring and
-    :mod:`.claims` for what each row says)."""
+    :mod:`maelab.papers.synthesis.claims` for what each row says)."""
     ratios = [float(r) for r in mask_ratios]
     ratio_models = [f"r{r:g} u1" for r in ratios]
     unit_models = [f"r{unit_ratio:g} u{u}" for u in units]

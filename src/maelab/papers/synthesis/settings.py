@@ -1,5 +1,6 @@
 """Settings of the synthesis page: the shared zoo's (:class:`maelab.zoo.ZooSettings`, same values in every profile,
-so the page reads the records the Kong pages computed) plus the measurements of :mod:`.geometry`."""
+so the page reads the records the Kong pages computed) plus the measurements of
+:mod:`maelab.papers.synthesis.geometry`."""
 
 from __future__ import annotations
 
