@@ -426,7 +426,7 @@ H100 = Device(
 )
 
 
-#: Where :mod:`maelab.device.calibrate` stores a GPU's measured training throughput: (folder, name, profile) under
+#: Where ``maelab.device.calibrate`` stores a GPU's measured training throughput: (folder, name, profile) under
 #: the results root. :func:`gpu_device` uses it instead of the assumed :data:`H100_MFU` when it was measured on CUDA.
 GPU_CALIBRATION = ("plan", "gpu_calibration", "gpu")
 

@@ -44,7 +44,7 @@ Guarantees (tested in ``tests/test_store.py`` and ``tests/test_faults.py``):
   values untouched, idempotent). ``python -m maelab.store check ROOT`` verifies every record as the loader does and
   lists everything else under ``ROOT`` (stray files and folders, links, temp files).
   ``python -m maelab.store import ARCHIVE`` installs the records a lent GPU machine computed (checked first:
-  :mod:`maelab.device.archive`).
+  ``maelab.device.archive``).
 
 Root: ``$MAELAB_RESULTS_DIR`` if set, else ``<repo>/data/results`` -- except for the ``smoke`` profile, whose
 results go to ``<repo>/.cache/results-smoke`` (gitignored): smoke runs never write into ``data/results``.

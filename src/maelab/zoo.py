@@ -24,7 +24,7 @@ ratio and unit) and the masked-patch losses of the model, of the same architectu
 of the patch-mean predictor under the same masks -- the numbers of the learning check a page applies
 (:class:`maelab.claims.ReconstructionCheck`). The random-init entry of each seed (``random_s<seed>``) and the
 raw-pixel probe (``raw_pixels``) are the baselines every probe is read against. The reconstructions of the first
-:data:`N_EXAMPLES` test images (unmasked, and pasted at the entry's ratio) are stored for the example figures.
+``N_EXAMPLES`` test images (unmasked, and pasted at the entry's ratio) are stored for the example figures.
 
 Run the whole grid (each finished entry is a complete record; an interrupted run resumes from its checkpoint)::
 
@@ -278,7 +278,7 @@ def measure_entry(model, reference, tr, te, S: ZooSettings, ratio: float, seed: 
 
 
 def _job_key(S: ZooSettings, job) -> tuple[str, dict]:
-    """(store name, config) of a job of :func:`_jobs`: what :func:`entry` & co. store and :func:`load_entries` reads."""
+    """(store name, config) of a job of ``_jobs``: what :func:`entry` & co. store and :func:`load_entries` reads."""
     kind, seed, ratio, unit = job
     measure = {"what": "zoo entry", **S.pick("probe_method", "n_score", "fsim")}
     if kind == "entry":
@@ -392,7 +392,7 @@ def fingerprint(S: ZooSettings) -> dict[str, str]:
 
 def compute(S: ZooSettings, profile: str, *, device="auto", recompute=False, raw_pixels=False, root=None):
     """Every entry of the zoo (and its random-init baselines; the raw-pixel probe with ``raw_pixels``), each
-    loaded from the store or computed and stored: ``{store name: maelab.store.Result}`` in :func:`_jobs` order.
+    loaded from the store or computed and stored: ``{store name: maelab.store.Result}`` in ``_jobs`` order.
     What a page calls before it reads the zoo (:func:`load_entries`)."""
     out = {}
     for job in _jobs(S):

@@ -253,7 +253,7 @@ def checkpoint_readouts(
     return _analyses(model, images, mask_seed, images.shape[0])
 
 
-#: Scale of the bundled test photos the checkpoint section crops: full size. The ``natural`` dataset's default half
+#: The checkpoint section crops the bundled test photos at full size (scale 1.0). The ``natural`` dataset's default half
 #: scale leaves at most 152 px (its smallest test photo, coins, is 303 x 384), less than the ViT-B's 224.
 CHECKPOINT_PHOTO_SCALE = 1.0
 
