@@ -3,8 +3,8 @@ reach. Bisulco et al. read an MAE through the spread of its masked-pixel Jacobia
 bisulco2025.jacobians`, :mod:`~maelab.papers.bisulco2025.locality`); Cao et al. read attention as an integral
 kernel whose width is the question. Both are summarised here per model:
 
-* ``jac_spread``: the median over maps of the 50 %-mass radius (pixels) of the absolute Jacobian (channels summed) of a masked
-  output pixel around that pixel, under common masks at ``eval_ratio``
+* ``jac_spread``: the median over maps of the 50 %-mass radius (pixels) of the absolute Jacobian (channels summed)
+  of a masked output pixel around that pixel, under common masks at ``eval_ratio``
   (:func:`~maelab.papers.bisulco2025.locality.map_spread`); ``jac_spread_uniform``: the same radius of uniform
   weight on the visible pixels (:func:`~maelab.papers.bisulco2025.locality.uniform_visible_spread`), the reference
   of a model that reads every visible pixel alike.
