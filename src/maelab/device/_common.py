@@ -9,6 +9,8 @@ import platform
 import re
 from pathlib import Path
 
+from .._records import sha256_file  # noqa: F401  (re-exported: the device modules hash files with it)
+
 PACK_DIR = ".device"  # the carried folder, relative to the repository root (gitignored)
 PACK_FORMAT = 1
 ARCHIVE_FORMAT = 1
@@ -28,14 +30,6 @@ class DeviceError(RuntimeError):
 
 def sha256_bytes(b: bytes) -> str:
     return hashlib.sha256(b).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def code_fingerprint(repo: Path) -> str:
