@@ -12,10 +12,11 @@ row of the page (and the learning checks that gate them, which the pages show).
   :class:`maelab.claims.ReconstructionCheck` per model), the trends :func:`fig5_trend` (``Monotone`` rows: the mean
   over seeds of each point, its standard error :func:`series_stats` and the seeds behind it, ``y_n``) and the paired
   differences :func:`fig5_high_ratio`; all of them: :func:`reconstruction_rows`.
-* ``kong_representations`` (Tables 1-3, Figs 6-8): the precondition :func:`learned_check` (a
-  :class:`maelab.claims.LearnedCheck` of the ``unit_ratio`` model's class probe against its random init), then per-seed
-  paired differences between encoders (:func:`paired_gap`): :func:`table1_gaps`, :func:`shape_bias_gaps`,
-  :func:`latent_level_gaps`, :func:`attention_gap`, :func:`token_gap`; all of them: :func:`representation_rows`.
+* ``kong_representations`` (Tables 1-3, Figs 6-8): the precondition :func:`reconstruction_checks` of the compared
+  ``shapes`` models (the pretext task, not the level the rows measure; :func:`learned_check`, the ``unit_ratio``
+  model's class probe against its random init, is shown beside it), then per-seed paired differences between
+  encoders (:func:`paired_gap`): :func:`table1_gaps`, :func:`shape_bias_gaps`, :func:`latent_level_gaps`,
+  :func:`attention_gap`, :func:`token_gap`; all of them: :func:`representation_rows`.
 
 Tables are the pages' stored pandas DataFrames: the ``table`` of :func:`.theory.sweep` and of
 :func:`.linear_gaussian.theorem2_experiment`, the ``scores`` of every seed of ``kong_reconstruction`` and the ``rows``
@@ -352,25 +353,32 @@ def token_gap(rows, mid: str, low: str, seeds: Sequence[int], unmet: str = "") -
     return Evidence.from_samples(paired_gap(rows, "token_acc", [mid], [low], seeds), note="token accuracy", unmet=unmet)
 
 
-def representation_rows(rows, settings) -> tuple[dict[str, Evidence], LearnedCheck]:
+def representation_rows(rows, settings) -> tuple[dict[str, Evidence], tuple[ReconstructionCheck, ...]]:
     """Every claim row of ``kong_representations`` from the rows of all its seeds (``settings``: a
-    ``KongRepresentationsSettings``), each gated by :func:`learned_check` of the ``unit_ratio`` model at unit 1;
-    returns (rows, check). The lowest and highest mask ratios are the extremes; the intermediate ratios of the
-    latent-level row are those in [0.5, 0.9) (the claim's {0.5, 0.75})."""
+    ``KongRepresentationsSettings``); returns (rows, checks). The lowest and highest mask ratios are the extremes;
+    the intermediate ratios of the latent-level row are those in [0.5, 0.9) (the claim's {0.5, 0.75}).
+
+    The gate is the pretext task, never the level the rows measure (issue 26: a claim about *which* latents the
+    encoder holds must not condition on how well it holds the class): :func:`reconstruction_checks` of every model
+    the rows compare (the extremes, ``unit_ratio`` and the intermediate ratios, unit 1) with
+    ``settings.loss_margin``, from the ``loss``, ``reference_loss`` and ``patch_mean_loss`` columns of ``rows``.
+    The class probe against random init (:func:`learned_check`) is shown by the page beside it, not used as a gate:
+    on ``latent_class_mid`` it would condition the row on its own quantity."""
     S = settings
     seeds = list(S.seeds)
     mid = zoo.label(S.unit_ratio, 1)
     lo, hi = zoo.label(min(S.mask_ratios), 1), zoo.label(max(S.mask_ratios), 1)
     mids = [zoo.label(r, 1) for r in S.mask_ratios if 0.5 <= r < 0.9]
-    check = learned_check(rows, mid, seeds, S.margin, S.pool)
-    u = check.unmet
+    compared = [lo, *dict.fromkeys([*mids, mid]), hi]
+    checks = reconstruction_checks(rows[rows.model.isin(compared)], S.loss_margin)
+    u = unmet_of(*checks)
     return {
         **table1_gaps(rows, mid, lo, hi, S.shifts, seeds, u),
         **shape_bias_gaps(rows, mid, lo, hi, seeds, u),
         **latent_level_gaps(rows, mids, [lo, hi], seeds, S.knn_k, u),
         "kong.fig6_cls_silhouette": attention_gap(rows, mid, [lo, hi], seeds, S.n_attention, u),
         "kong.tab3_token_silhouette": token_gap(rows, mid, lo, seeds, u),
-    }, check
+    }, checks
 
 
 # ------------------------------------------------------------------- kong_representations on the shared zoo
