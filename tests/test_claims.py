@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from maelab import claims as C
+from maelab import registry
 
 
 def test_below_above_with_and_without_samples():
@@ -60,7 +61,7 @@ def test_monotone():
 def test_registry_rows_are_complete():
     assert C.REGISTRY, "registry is empty"
     for cid, c in C.REGISTRY.items():
-        assert cid == c.id and c.paper in C.PAPERS
+        assert cid == c.id and c.paper in registry.papers()
         assert c.statement and c.where and c.paper_value and c.measure and c.criterion.text
         assert isinstance(c.criterion, C.Criterion)
 
@@ -202,7 +203,7 @@ def test_registry_has_the_rows_the_core_had_before_they_moved_to_the_papers():
             assert (new[cid].where, new[cid].notebook) == (kept[cid].where, kept[cid].notebook), cid
             continue
         assert _row(new[cid]) == _row(kept[cid]), cid
-    for paper in C.PAPERS:
+    for paper in registry.papers():
         assert [k for k, c in new.items() if c.paper == paper and k in kept] == [
             k for k, c in kept.items() if c.paper == paper
         ]
@@ -218,27 +219,30 @@ def test_registry_has_the_rows_the_core_had_before_they_moved_to_the_papers():
             ), (cid, ds)
 
 
-def test_registry_is_gathered_from_paper_modules_and_refuses_duplicates(monkeypatch):
-    import sys
-    import types
-
+def test_registry_is_gathered_from_paper_modules_and_refuses_duplicates():
+    from maelab import papers
     from maelab.papers.bisulco2025 import claims as bis
     from maelab.papers.cao2022 import claims as cao
     from maelab.papers.kong2023 import claims as kong
     from maelab.papers.zhang2022 import claims as zh
 
     assert [c.id for c in C.REGISTRY.values()] == [c.id for c in bis.CLAIMS + zh.CLAIMS + cao.CLAIMS + kong.CLAIMS]
-    dup = types.ModuleType("maelab.papers.zhang2022.claims")
-    dup.CLAIMS = zh.CLAIMS + [bis.CLAIMS[0]]
-    monkeypatch.setitem(sys.modules, "maelab.papers.zhang2022.claims", dup)
+    declared = papers.registry().claims()  # what the paper registry hands down: paper -> (module, CLAIMS)
+    assert list(declared) == ["bisulco2025", "zhang2022", "cao2022", "kong2023"]
+    name = "maelab.papers.zhang2022.claims"
+    assert declared["zhang2022"] == (name, zh.CLAIMS)
+
+    def zhang_declares(rows):
+        return {**declared, "zhang2022": (name, rows)}
+
     with pytest.raises(C.RegistryError, match="paper='bisulco2025'"):
-        C.gather_claims()
-    dup.CLAIMS = zh.CLAIMS + [dataclasses.replace(bis.CLAIMS[0], paper="zhang2022")]
+        C.gather_claims(zhang_declares(zh.CLAIMS + [bis.CLAIMS[0]]))
     with pytest.raises(C.RegistryError, match="duplicate claim id 'bisulco.eq19_21_sinc'"):
-        C.gather_claims()
-    dup.CLAIMS = tuple(zh.CLAIMS)
+        C.gather_claims(zhang_declares(zh.CLAIMS + [dataclasses.replace(bis.CLAIMS[0], paper="zhang2022")]))
     with pytest.raises(C.RegistryError, match="must be a list"):
-        C.gather_claims()
+        C.gather_claims(zhang_declares(tuple(zh.CLAIMS)))
+    with pytest.raises(C.RegistryError, match="must be a list"):
+        C.gather_claims(zhang_declares(None))  # a claims module without CLAIMS
 
 
 def test_verdict_refuses_a_criterion_that_returns_no_verdict():
@@ -523,18 +527,18 @@ def test_minimum_detectable_effect_has_the_stated_power(n, sd):
 
 
 def test_a_page_cannot_record_two_rows_with_the_same_samples_unless_one_is_a_view():
-    from maelab import book
+    from maelab.book import context
 
     ev = C.Evidence.from_samples([0.01, -0.02, 0.03])
     recorded = {"zhang.table1_linear_mnist": {"evidence": ev.to_dict()}}
     # the size row declares itself a view of the t-test row: one finding, allowed
-    book._refuse_shared_samples(C.REGISTRY["zhang.table1_linear_size_mnist"], ev, recorded)
+    context._refuse_shared_samples(C.REGISTRY["zhang.table1_linear_size_mnist"], ev, recorded)
     # another row of the page with the very same samples and no view_of: refused in one line
     with pytest.raises(C.ParameterError, match="view_of") as e:
-        book._refuse_shared_samples(C.REGISTRY["zhang.fig1b_rank_mnist"], ev, recorded)
+        context._refuse_shared_samples(C.REGISTRY["zhang.fig1b_rank_mnist"], ev, recorded)
     assert "\n" not in str(e.value)
     # other samples: no objection
-    book._refuse_shared_samples(C.REGISTRY["zhang.fig1b_rank_mnist"], C.Evidence.from_samples([1.0, 2.0]), recorded)
+    context._refuse_shared_samples(C.REGISTRY["zhang.fig1b_rank_mnist"], C.Evidence.from_samples([1.0, 2.0]), recorded)
 
 
 def test_identity_rows_are_shown_apart_and_not_counted_as_support():
