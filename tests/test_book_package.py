@@ -191,6 +191,10 @@ def test_one_plan_command(tmp_path, capsys):
     assert errs[1].startswith("error: --write must be used without --runs")
     good = tmp_path / "good.json"
     good.write_text(json.dumps([{"label": "tiny", "size": "micro", "steps": 10, "repeats": 2}]))
+    typo = tmp_path / "typo.json"
+    typo.write_text(json.dumps([{"label": "tiny", "step": 10}]))
+    with pytest.raises(ParameterError, match=r"^--runs field \(in .*typo.json\) must be one of 'label', .*'step'$"):
+        cost.read_runs(typo)
     runs = cost.read_runs(good)
     assert runs == [cost.PlannedRun(label="tiny", size="micro", steps=10, repeats=2)]
     table = cost.plan("smoke", plans={"file": runs}, calibration=_calibration(), memory=False)

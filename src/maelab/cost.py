@@ -71,6 +71,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ._validate import ParameterError, in_range, one_of, positive_int
+from .profiles import PROFILE_NAMES
 from .registry import installed
 
 __all__ = [
@@ -1093,7 +1094,7 @@ def format_plan_table(
 def notebook_plans(profile: str) -> dict[str, list[PlannedRun]]:
     """{notebook: planned runs} of every paper's ``maelab.papers.<paper>.plan.plans(profile)``, as the installed paper
     registry hands them down (:func:`maelab.registry.installed`; the core imports no paper)."""
-    one_of("profile", profile, ("smoke", "cpu", "gpu"))
+    one_of("profile", profile, PROFILE_NAMES)
     plans = dict(installed().plans(profile))
     for nb, runs in plans.items():
         if not isinstance(runs, list) or not all(isinstance(r, PlannedRun) for r in runs):
@@ -1110,6 +1111,10 @@ def read_runs(path: str | os.PathLike) -> list[PlannedRun]:
         raise ParameterError("--runs", "a readable JSON file holding a list of PlannedRun fields", str(path)) from e
     if not isinstance(items, list) or not all(isinstance(d, dict) for d in items):
         raise ParameterError("--runs", "a JSON list of objects (PlannedRun fields)", str(path))
+    fields = [f.name for f in dataclasses.fields(PlannedRun)]
+    for d in items:
+        for k in d:
+            one_of(f"--runs field (in {path})", k, fields)
     return [PlannedRun(**{k: _freeze(v) for k, v in d.items()}) for d in items]
 
 
