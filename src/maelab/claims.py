@@ -16,7 +16,7 @@ This module is the engine only. The rows are data next to their paper: each pape
 ``maelab.papers.<paper>.claims`` exporting ``CLAIMS: list[Claim]`` (keyword-argument rows). :data:`REGISTRY`
 gathers them on first use from the paper registry an entry point installed (:mod:`maelab.registry`), so the core
 never imports a paper and adding a paper adds no line here. A claim id defined twice, or a row whose ``paper`` is
-not its package, is an error (:class:`RegistryError`).
+not its package, is an error (:class:`~maelab.registry.RegistryError`).
 """
 
 from __future__ import annotations
@@ -767,8 +767,8 @@ def minimum_detectable_effect(sd: float, n: int, alpha: float = ALPHA, power: fl
 def gather_claims(declared: _registry.Declarations | None = None) -> dict[str, Claim]:
     """Every claim row, id -> :class:`Claim`, from the ``CLAIMS`` list of each ``maelab.papers.<paper>.claims``
     module as ``declared`` (default: the installed registry's, :func:`maelab.registry.installed`) hands them down (a
-    paper package without one contributes nothing). Raises :class:`RegistryError` on a duplicate id, a ``CLAIMS``
-    that is not a list of claims, or a row whose ``paper`` is not its package."""
+    paper package without one contributes nothing). Raises :class:`~maelab.registry.RegistryError` on a duplicate
+    id, a ``CLAIMS`` that is not a list of claims, or a row whose ``paper`` is not its package."""
     rows: dict[str, Claim] = {}
     origin: dict[str, str] = {}
     for paper, (name, claims) in (_registry.installed().claims() if declared is None else declared).items():

@@ -66,7 +66,7 @@ class Paper:
 
 
 #: paper key -> (where it was declared, the declared object as found there), e.g. ``{"zhang2022":
-#: ("maelab.papers.zhang2022.claims", [Claim, ...])}``: the core checks the objects (they come from outside it)
+#: ("maelab.papers.zhang2022.claims", [Claim, ...])}``; the core checks the objects (they come from outside it)
 Declarations = Mapping[str, tuple[str, Any]]
 
 

@@ -87,7 +87,7 @@ from .toc import NotebookFailed, notebooks_in_order
 
 #: The verdicts a claim can show, in the order the scoreboard counts and colours them.
 VERDICT_ORDER = _scoreboard.VERDICT_ORDER
-#: The scoreboard's verdict of a row of kind "identity" whose check holds: shown, never counted as support.
+#: The scoreboard's verdict of a row of kind "identity" whose check holds (shown, never counted as support).
 IDENTITY = _scoreboard.IDENTITY
 #: The scoreboard's verdict of a claim with no stored evidence.
 NOT_MEASURED = _scoreboard.NOT_MEASURED
