@@ -12,9 +12,9 @@ that finds them: it walks this package's subpackages once, orders them by ``PAPE
 first use. :func:`install` hands it to the core (:mod:`maelab.registry`), which reads it from there.
 
 Who installs: the entry points, i.e. the top of each program -- ``python -m maelab.book`` (``maelab/book/__main__.py``),
-every notebook kernel the book's runner starts (its injected first cell runs :data:`BOOTSTRAP`), ``tests/conftest.py``
-and the scripts that read settings or claims. Why the core does not simply import this package: see
-:mod:`maelab.registry`.
+every notebook kernel the book's runner starts (its injected first cell runs :data:`BOOTSTRAP`), the book's Sphinx
+build (``book/_ext/maelab_html.py``), ``tests/conftest.py`` and the scripts that read settings or claims. Why the
+core does not simply import this package: see :mod:`maelab.registry`.
 """
 
 from __future__ import annotations
