@@ -74,9 +74,10 @@ class DryRunLimits:
         train_batch: images per optimiser step: a step takes the first ``train_batch`` images of its batch (the
             batch size itself, its learning-rate scaling and its fit to the data set are the profile's; the memory
             of a full gpu batch is what ``python -m maelab.book plan`` estimates, on fake tensors).
-        eval_images: images per evaluation pass (the trainer's probe accuracy, :func:`maelab.evaluate.
-            extract_features`, reconstruction losses); feature extraction computes the first ``eval_images``
-            images and repeats their rows to the full ``(N, D)`` shape, so every consumer sees the real shapes.
+        eval_images: images per evaluation pass (the trainer's probe accuracy,
+            :func:`maelab.evaluate.extract_features`, reconstruction losses); feature extraction computes the first
+            ``eval_images`` images and repeats their rows to the full ``(N, D)`` shape, so every consumer sees the
+            real shapes.
         probe_examples: training and test examples per linear probe (evenly spaced over the split), and training
             examples per k-NN (the first ``max(probe_examples, k)``; every test example is still classified).
         probe_iters: solver iterations per logistic-regression fit of a linear probe (its SGD variant: at most
@@ -87,10 +88,10 @@ class DryRunLimits:
             read it (:func:`maelab.papers.zhang2022.mask_graph.distance_curves`).
         repeats: repetitions per loop of a notebook: every settings field declared ``repeats=True`` (seeds, mask
             draws, random images or maps per estimate; every field named ``seeds``) is cut to its first
-            ``repeats`` values (a number: at most ``repeats``) by :meth:`maelab.profiles.NotebookSettings.
-            for_profile`, after the profile's own values have passed their checks. Loops over such settings then
-            run ``repeats`` times wherever they are written, in the library or in a notebook, and every later
-            reader of the setting sees the same, shorter list.
+            ``repeats`` values (a number: at most ``repeats``) by
+            :meth:`maelab.profiles.NotebookSettings.for_profile`, after the profile's own values have passed their
+            checks. Loops over such settings then run ``repeats`` times wherever they are written, in the library
+            or in a notebook, and every later reader of the setting sees the same, shorter list.
     """
 
     train_steps: int = 2

@@ -54,6 +54,7 @@ __all__ = [
     "attention_gap",
     "token_gap",
     "representation_rows",
+    "zoo_representation_rows",
 ]
 
 RANDOM_INIT = "random init"  # the model name of the random-init rows of the trained-model pages

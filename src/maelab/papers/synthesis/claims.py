@@ -84,7 +84,7 @@ CLAIMS: list[Claim] = [
     ),
 ]
 
-#: row -> {paper: what it predicts (direction, with the place)}; "" where the paper says nothing about it.
+#: For each row, what each paper predicts (direction, with the place), keyed by paper; "" where it says nothing.
 PREDICTIONS: dict[str, dict[str, str]] = {
     "synth.probe_interior": {
         "Zhang et al.": "yes: a sweet spot near 0.7 of the mask graph's connectivity trade-off (Sec. 3.2, Fig. 2c)",

@@ -3,9 +3,9 @@ page's geometry measurements (:func:`maelab.papers.synthesis.geometry.geometry_r
 
 Every row is gated by the pretext task, never by the quantity it measures: each model the row compares must pass
 the reconstruction check of the Kong page (its masked-patch test loss at most ``1 - loss_margin`` times the better
-of random init and the patch-mean predictor, every seed; :func:`maelab.papers.kong2023.evidence.
-reconstruction_checks`). Series rows (``Monotone``) take the per-seed values at each ratio (unit 1), paired rows the
-per-seed differences."""
+of random init and the patch-mean predictor, every seed;
+:func:`maelab.papers.kong2023.evidence.reconstruction_checks`). Series rows (``Monotone``) take the per-seed
+values at each ratio (unit 1), paired rows the per-seed differences."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What the zoo's records do not hold, measured on each entry's model: how far its prediction and its attention
-reach. Bisulco et al. read an MAE through the spread of its masked-pixel Jacobians (:mod:`maelab.papers.
-bisulco2025.jacobians`, :mod:`~maelab.papers.bisulco2025.locality`); Cao et al. read attention as an integral
-kernel whose width is the question. Both are summarised here per model:
+reach. Bisulco et al. read an MAE through the spread of its masked-pixel Jacobians
+(:mod:`maelab.papers.bisulco2025.jacobians`, :mod:`~maelab.papers.bisulco2025.locality`); Cao et al. read
+attention as an integral kernel whose width is the question. Both are summarised here per model:
 
 * ``jac_spread``: the median over maps of the 50 %-mass radius (pixels) of the absolute Jacobian (channels summed)
   of a masked output pixel around that pixel, under common masks at ``eval_ratio``
