@@ -54,7 +54,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from maelab import cost, models, profiles, store
+from maelab import cost, models, papers, profiles, store
 from maelab.experiments import PretrainSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -511,4 +511,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    papers.install()  # this script is a top: it hands the paper registry to the core (maelab.registry)
     sys.exit(main())

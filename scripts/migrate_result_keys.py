@@ -43,7 +43,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from maelab import book, profiles, store
+from maelab import book, papers, profiles, store
 from maelab._util import atomic_path
 
 REASON = (
@@ -146,4 +146,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    papers.install()  # this script is a top: it hands the paper registry to the core (maelab.registry)
     sys.exit(main())

@@ -5,7 +5,11 @@ import shutil
 
 import pytest
 
-from maelab import book, store
+from maelab import book, papers, store
+
+# the top of the test process: gather the paper registry once and hand it to the core (maelab.registry), as
+# `python -m maelab.book` does; the notebook kernels the tests start get it from the runner's injected cell
+papers.install()
 
 
 @pytest.fixture()

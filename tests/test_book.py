@@ -49,6 +49,7 @@ def test_every_notebook_executes_with_smoke(smoke_run):
         assert "parameters" in code[0].metadata.get("tags", []), f"{p.stem}: first code cell is not `parameters`"
         assert "injected-parameters" in code[1].metadata.get("tags", []), p.stem
         assert 'profile = "smoke"' in code[1].source
+        assert code[2].metadata.get("tags") == ["injected-registry", "remove-cell"], p.stem  # the paper registry
         errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors, f"{p.stem}: {errors[0]['ename']}"
     # the masking notebook stored its claims (with verdicts) in the temp results folder
@@ -68,15 +69,15 @@ def test_scoreboard_reads_stored_evidence(smoke_run, monkeypatch):
 @pytest.mark.parametrize(
     "params, cell, expected",
     [
-        # the profile is first read by the findings cell (the first cell after the parameters)
+        # the profile is first read by the findings cell (the first after the parameters and the registry cell)
         (
             {"profile": "huge"},
-            '3 (execution count 3, `from maelab import book; book.show_findings("masking", ',
+            '4 (execution count 4, `from maelab import book; book.show_findings("masking", ',
             "ParameterError: profile must be one of 'smoke', 'cpu', 'gpu'; got 'huge'",
         ),
         (
             {"profile": "smoke", "mask_ratio": 1.5},
-            "4 (execution count 4, `import numpy as np`): ",
+            "5 (execution count 5, `import numpy as np`): ",
             "ParameterError: mask_ratio must be a number in (0.0, 1.0); got 1.5",
         ),
     ],

@@ -16,6 +16,7 @@ import pytest
 
 from maelab import book
 from maelab._validate import ParameterError
+from maelab.book import toc
 from maelab.claims import Evidence
 
 MASKING_IDS = [
@@ -81,7 +82,7 @@ def _store_claims(values: dict[str, float], profile: str = "cpu"):
 @pytest.fixture
 def results(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.setattr(book, "_FINDINGS_VIEWS", {})
+    monkeypatch.setattr("maelab.book.render._FINDINGS_VIEWS", {})
     return tmp_path / "results"
 
 
@@ -165,9 +166,11 @@ def test_executed_page_shows_this_runs_verdicts_in_its_first_output(results, tmp
     """In a real kernel (nbclient, as papermill runs pages) the box of the first cell is replaced in place."""
     from nbclient import NotebookClient
 
+    from maelab.papers import BOOTSTRAP
+
     _store_claims({"bisulco.eq19_as_printed": 0.0}).finish()  # stored before: supported
-    cells = [
-        "from maelab import book; book.show_findings('masking', 'cpu')",
+    cells = [  # the kernel installs the paper registry first, as the runner's injected cell does
+        BOOTSTRAP + "\nfrom maelab import book; book.show_findings('masking', 'cpu')",
         "from maelab.claims import Evidence\n"
         "ctx = book.setup('masking', profile='cpu')\n"
         "res = ctx.load_or_compute('identity_1d', {'n': 3}, lambda: {'err': 1.0})\n"
@@ -222,7 +225,7 @@ def _board() -> pd.DataFrame:
 
 def test_verdict_counts_per_paper_in_papers_order():
     counts = book.verdict_counts(_board())
-    assert list(counts.index) == ["bisulco2025", "zhang2022", "kong2023"]  # maelab.claims.PAPERS order
+    assert list(counts.index) == ["bisulco2025", "zhang2022", "kong2023"]  # book order (maelab.registry.Paper.order)
     assert list(counts.columns) == list(book.VERDICT_ORDER)
     assert counts.loc["zhang2022"].tolist() == [2, 0, 0, 0, 0, 1]
     assert counts.loc["bisulco2025"].tolist() == [0, 1, 1, 0, 0, 0]
@@ -355,8 +358,8 @@ def test_only_pages_of_the_book_are_linked(tmp_path):
         "        sections:\n          - file: notebooks/zhang_umae\n"
         "# - file: notebooks/kong_theory\n"
     )
-    assert book._in_toc("masking", tmp_path) and book._in_toc("zhang_umae", tmp_path)
-    assert not book._in_toc("kong_theory", tmp_path) and not book._in_toc("zhang", tmp_path)
+    assert toc.in_toc("masking", tmp_path) and toc.in_toc("zhang_umae", tmp_path)
+    assert not toc.in_toc("kong_theory", tmp_path) and not toc.in_toc("zhang", tmp_path)
 
 
 def test_context_read_takes_another_notebooks_result_and_never_computes(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ import pytest
 
 from maelab import _util, book
 from maelab._validate import ParameterError
+from maelab.book import builder
 
 
 class _Cells(HTMLParser):
@@ -106,7 +107,7 @@ def test_staging_hides_the_injected_parameters_cell(tmp_path: Path):
     ]
     src, dst = tmp_path / "a.ipynb", tmp_path / "b.ipynb"
     nbformat.write(nb, src)
-    book._hide_injected_parameters(src, dst)
+    builder._hide_injected_parameters(src, dst)
     tags = [c.metadata.get("tags", []) for c in nbformat.read(dst, as_version=4).cells]
     assert tags == [["parameters"], ["injected-parameters", "remove-cell"], []]
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from maelab import claims as C
+from maelab import registry
 
 
 def test_below_above_with_and_without_samples():
@@ -60,7 +61,7 @@ def test_monotone():
 def test_registry_rows_are_complete():
     assert C.REGISTRY, "registry is empty"
     for cid, c in C.REGISTRY.items():
-        assert cid == c.id and c.paper in C.PAPERS
+        assert cid == c.id and c.paper in registry.papers()
         assert c.statement and c.where and c.paper_value and c.measure and c.criterion.text
         assert isinstance(c.criterion, C.Criterion)
 
@@ -202,7 +203,7 @@ def test_registry_has_the_rows_the_core_had_before_they_moved_to_the_papers():
             assert (new[cid].where, new[cid].notebook) == (kept[cid].where, kept[cid].notebook), cid
             continue
         assert _row(new[cid]) == _row(kept[cid]), cid
-    for paper in C.PAPERS:
+    for paper in registry.papers():
         assert [k for k, c in new.items() if c.paper == paper and k in kept] == [
             k for k, c in kept.items() if c.paper == paper
         ]
@@ -218,10 +219,8 @@ def test_registry_has_the_rows_the_core_had_before_they_moved_to_the_papers():
             ), (cid, ds)
 
 
-def test_registry_is_gathered_from_paper_modules_and_refuses_duplicates(monkeypatch):
-    import sys
-    import types
-
+def test_registry_is_gathered_from_paper_modules_and_refuses_duplicates():
+    from maelab import papers
     from maelab.papers.bisulco2025 import claims as bis
     from maelab.papers.cao2022 import claims as cao
     from maelab.papers.kong2023 import claims as kong
@@ -230,17 +229,22 @@ def test_registry_is_gathered_from_paper_modules_and_refuses_duplicates(monkeypa
 
     want = bis.CLAIMS + zh.CLAIMS + cao.CLAIMS + kong.CLAIMS + syn.CLAIMS
     assert [c.id for c in C.REGISTRY.values()] == [c.id for c in want]
-    dup = types.ModuleType("maelab.papers.zhang2022.claims")
-    dup.CLAIMS = zh.CLAIMS + [bis.CLAIMS[0]]
-    monkeypatch.setitem(sys.modules, "maelab.papers.zhang2022.claims", dup)
+    declared = papers.registry().claims()  # what the paper registry hands down: paper -> (module, CLAIMS)
+    assert list(declared) == ["bisulco2025", "zhang2022", "cao2022", "kong2023", "synthesis"]
+    name = "maelab.papers.zhang2022.claims"
+    assert declared["zhang2022"] == (name, zh.CLAIMS)
+
+    def zhang_declares(rows):
+        return {**declared, "zhang2022": (name, rows)}
+
     with pytest.raises(C.RegistryError, match="paper='bisulco2025'"):
-        C.gather_claims()
-    dup.CLAIMS = zh.CLAIMS + [dataclasses.replace(bis.CLAIMS[0], paper="zhang2022")]
+        C.gather_claims(zhang_declares(zh.CLAIMS + [bis.CLAIMS[0]]))
     with pytest.raises(C.RegistryError, match="duplicate claim id 'bisulco.eq19_21_sinc'"):
-        C.gather_claims()
-    dup.CLAIMS = tuple(zh.CLAIMS)
+        C.gather_claims(zhang_declares(zh.CLAIMS + [dataclasses.replace(bis.CLAIMS[0], paper="zhang2022")]))
     with pytest.raises(C.RegistryError, match="must be a list"):
-        C.gather_claims()
+        C.gather_claims(zhang_declares(tuple(zh.CLAIMS)))
+    with pytest.raises(C.RegistryError, match="must be a list"):
+        C.gather_claims(zhang_declares(None))  # a claims module without CLAIMS
 
 
 def test_verdict_refuses_a_criterion_that_returns_no_verdict():
@@ -340,13 +344,17 @@ def test_fine_tune_check_needs_every_run_above_its_frozen_probe():
             C.FineTuneCheck(**{"what": "x", "finetuned": (0.5, 0.6), "probe": (0.4, 0.4), **kw})
 
 
-#: the public names of maelab.claims when it was one module (855 lines, fe96148): the package keeps every one
+#: the public names of maelab.claims when it was one module (855 lines, fe96148): the package keeps every one but
+#: those issue 23 retired (RETIRED_BY_THE_PAPER_REGISTRY)
 PUBLIC_BEFORE_THE_SPLIT = """
     ALPHA Above Below Claim Criterion Decision Evidence INCONCLUSIVE KINDS LEARNED_MARGIN LearnedCheck Monotone
-    NOT_SUPPORTED PAPERS PAPERS_PACKAGE POLICY PairedGreater ParameterError RECON_MAX_RATIO REGISTRY
+    NOT_SUPPORTED POLICY PairedGreater ParameterError RECON_MAX_RATIO REGISTRY
     ReconstructionCheck RegistryError SUPPORTED UNITS VERDICTS Within adjust gather_claims holm
-    minimum_detectable_effect t_interval t_quantile two_sided unmet_of verdict _paper_packages
+    minimum_detectable_effect t_interval t_quantile two_sided unmet_of verdict
 """.split()
+#: the core's list of the papers and its discovery of their packages: the papers declare themselves now
+#: (maelab.registry.papers(), handed down by maelab.papers.install()), so the claims engine names none of them
+RETIRED_BY_THE_PAPER_REGISTRY = ["PAPERS", "PAPERS_PACKAGE", "_paper_packages"]
 
 
 def test_the_package_keeps_the_public_names_of_the_module_and_small_modules():
@@ -354,6 +362,9 @@ def test_the_package_keeps_the_public_names_of_the_module_and_small_modules():
 
     missing = [n for n in PUBLIC_BEFORE_THE_SPLIT if not hasattr(C, n)]
     assert not missing, missing
+    kept = [n for n in RETIRED_BY_THE_PAPER_REGISTRY if hasattr(C, n) or hasattr(C.registry, n)]
+    assert not kept, kept
+    assert C.RegistryError is registry.RegistryError  # one error for every malformed registry
     assert set(C.__all__) <= set(dir(C)) and len(set(C.__all__)) == len(C.__all__)
     assert C.REGISTRY is C.registry.REGISTRY and C.ALPHA is C.statistics.ALPHA  # one object, not a copy
     sizes = {p.name: len(p.read_text().splitlines()) for p in Path(C.__file__).parent.glob("*.py")}
@@ -598,21 +609,21 @@ def test_minimum_detectable_effect_has_the_stated_power(n, sd):
 
 
 def test_a_page_cannot_record_two_rows_with_the_same_samples_unless_one_is_a_view():
-    from maelab import book
+    from maelab.book import context
 
     ev = C.Evidence.from_samples([0.01, -0.02, 0.03])
     recorded = {"zhang.table1_linear_mnist": {"evidence": ev.to_dict()}}
     # the size row declares itself a view of the t-test row: one finding, allowed
-    book._refuse_shared_samples(C.REGISTRY["zhang.table1_linear_size_mnist"], ev, recorded)
+    context._refuse_shared_samples(C.REGISTRY["zhang.table1_linear_size_mnist"], ev, recorded)
     # another row of the page with the very same samples and no view_of: refused in one line
     with pytest.raises(C.ParameterError, match="view_of") as e:
-        book._refuse_shared_samples(C.REGISTRY["zhang.fig1b_rank_mnist"], ev, recorded)
+        context._refuse_shared_samples(C.REGISTRY["zhang.fig1b_rank_mnist"], ev, recorded)
     assert "\n" not in str(e.value)
     # other samples: no objection
-    book._refuse_shared_samples(C.REGISTRY["zhang.fig1b_rank_mnist"], C.Evidence.from_samples([1.0, 2.0]), recorded)
+    context._refuse_shared_samples(C.REGISTRY["zhang.fig1b_rank_mnist"], C.Evidence.from_samples([1.0, 2.0]), recorded)
     # constant samples (every seed the same difference) share no finding: not compared
     const = C.Evidence.from_samples([0.0, 0.0])
-    book._refuse_shared_samples(
+    context._refuse_shared_samples(
         C.REGISTRY["zhang.fig1b_rank_mnist"], const, {"zhang.table1_linear_mnist": {"evidence": const.to_dict()}}
     )
 

@@ -170,13 +170,30 @@ def test_program_injects_the_parameters_after_the_parameters_cell():
     cells = [{"source": "import x", "tags": []}, {"source": "profile = 'cpu'", "tags": ["parameters"]}]
     cells.append({"source": "print(profile)", "tags": []})
     text = rn.program(cells, 1, {"profile": "gpu", "recompute": False, "device": "cuda"}, "nb")
-    body = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    body = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     assert body[:2] == [
         "from maelab.device.kernel import install as _maelab_device_install",
         "_maelab_device_install()",
     ]
+    # after the parameters, the installed paper registry's bootstrap, as the book's runner injects it into a kernel
+    install = "papers.install()  # the paper registry (maelab.registry), from the runner"
     assert body[2:] == ["import x", "profile = 'cpu'", "profile = 'gpu'", "recompute = False", "device = 'cuda'",
-                        "print(profile)"]  # fmt: skip
+                        "from maelab import papers", install, "print(profile)"]  # fmt: skip
+
+
+def test_the_kernel_draws_no_findings_box():
+    """``Context.finish`` redraws the page's box through ``maelab.book.context.refresh_findings`` and the page calls
+    ``book.show_findings``: the compute-only kernel silences both (drawing needs jupytext, blocked there)."""
+    code = (
+        "from maelab.device.kernel import install; install()\n"
+        "from maelab import book\nfrom maelab.book import context, render\n"
+        "class Handle:\n    def update(self, *a):\n        raise SystemExit('redrawn')\n"
+        "render._FINDINGS_VIEWS[('masking', 'cpu')] = Handle()\n"
+        "context.refresh_findings('masking', 'cpu')\nbook.show_findings('masking', 'cpu')\nprint('silent')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    assert r.returncode == 0 and r.stdout.strip() == "silent", r.stderr[-2000:]
 
 
 # ----------------------------------------------------------------------------------------------- pack

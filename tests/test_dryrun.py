@@ -86,8 +86,7 @@ def test_gpu_profile_without_cuda_is_refused_with_the_prediction(monkeypatch, ca
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     monkeypatch.setattr(
-        book,
-        "predicted_minutes",
+        "maelab.book.plan.predicted_minutes",
         lambda profile, notebooks=None, calibration=None: {nb: (2.0, 120.0) for nb in notebooks},
     )
     rc = book.main(["run", "--profile", "gpu", "--only", "zhang_umae"])

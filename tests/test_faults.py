@@ -20,6 +20,7 @@ import pytest
 
 from maelab import book, store
 from maelab._util import atomic_path
+from maelab.book import builder
 from maelab.claims import Evidence
 
 SRC = str(Path(store.__file__).resolve().parents[1])
@@ -316,7 +317,7 @@ def test_tampered_cpu_claims_record_is_an_error_on_the_scoreboard_not_a_fallback
 # ----------------------------------------------------------------------------------------------- runner
 def test_only_without_names_is_an_error(monkeypatch, capsys):
     ran = []
-    monkeypatch.setattr(book, "run_notebook", lambda name, *a, **k: ran.append(name))
+    monkeypatch.setattr("maelab.book.runner.run_notebook", lambda name, *a, **k: ran.append(name))
     assert book.main(["run", "--only"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: only must be one or more notebook names") and "\n" not in err and not ran
@@ -428,7 +429,7 @@ def test_a_plain_book_run_refuses_a_dry_run_exported_by_hand(monkeypatch, capsys
     committed = ROOT / "data" / "results"
     before = {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")}
     ran = []
-    monkeypatch.setattr(book, "run_notebook", lambda name, *a, **k: ran.append(name))
+    monkeypatch.setattr("maelab.book.runner.run_notebook", lambda name, *a, **k: ran.append(name))
     monkeypatch.setenv("MAELAB_DRY_RUN", "1")
     assert book.main(["run", "--only", "masking"]) == 1
     err = capsys.readouterr().err.strip()
@@ -445,8 +446,8 @@ def test_on_off_variables_parse_strictly(var, monkeypatch, tmp_path):
 
     from maelab._util import dry_run_limits, progress_enabled
 
-    monkeypatch.setattr(book, "run_notebook", lambda name, *a, **k: name)
-    monkeypatch.setattr(book, "predicted_minutes", lambda profile, notebooks=None, calibration=None: {})
+    monkeypatch.setattr("maelab.book.runner.run_notebook", lambda name, *a, **k: name)
+    monkeypatch.setattr("maelab.book.plan.predicted_minutes", lambda profile, notebooks=None, calibration=None: {})
 
     def cpu_allowed():  # what the flag does: let the gpu profile run on a machine without CUDA
         try:
@@ -603,7 +604,7 @@ def test_build_refuses_an_executed_notebook_older_than_what_it_was_computed_from
         assert "--only demo" in msg
         os.utime(newer, (t - 100, t - 100))
     # a notebook's settings module counts too
-    inputs = book._notebook_inputs("masking", executed, ROOT)
+    inputs = builder._notebook_inputs("masking", executed, ROOT)
     assert ROOT / "notebooks" / "masking.md" in inputs
     assert any(p.name == "settings.py" and p.parent.name == "bisulco2025" for p in inputs)
 
@@ -628,7 +629,7 @@ def test_a_huge_seed_is_refused_in_one_line():
 
 def test_book_out_naming_a_file_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
     ran = []
-    monkeypatch.setattr(book, "run_notebook", lambda name, *a, **k: ran.append(name))
+    monkeypatch.setattr("maelab.book.runner.run_notebook", lambda name, *a, **k: ran.append(name))
     afile = tmp_path / "afile"
     afile.write_text("")
     for out in (afile, afile / "sub"):

@@ -357,7 +357,8 @@ def test_claims_record_is_not_rewritten_for_a_last_digit_difference(tmp_path, mo
 
 def test_claims_record_render_only_on_a_read_only_results_folder(tmp_path):
     code = (
-        "import os, numpy as np\nfrom maelab import book\nfrom maelab.claims import Evidence\n"
+        "import os, numpy as np\nfrom maelab import book, papers\nfrom maelab.claims import Evidence\n"
+        "papers.install()\n"
         "ctx = book.setup('masking', profile='smoke')\n"
         "res = ctx.load_or_compute('identity_1d', {'n': 3}, lambda: {'err': 1.0})\n"
         "v = 1.2428489411147947\n"

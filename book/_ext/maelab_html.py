@@ -1,4 +1,9 @@
-"""Sphinx extension for the book's HTML: each page loads every script once; pasted findings stay current.
+"""Sphinx extension for the book's HTML: each page loads every script once; pasted findings stay current; the API
+pages see the paper registry.
+
+The Sphinx build is a program of its own (``jupyter-book build`` runs in a subprocess), so it is one of the tops
+that hand the paper registry to the core (``maelab.registry``): autodoc of ``maelab.claims.REGISTRY``,
+``maelab.profiles`` and ``maelab.cost`` reads it, and the core never imports the papers itself.
 
 sphinx-thebe and sphinx-togglebutton add an inline script (``const THEBE_JS_URL = ...``, ``var
 togglebuttonSelector = ...``) once as a registered file (filename ``""``) and once to the HTML builder (filename
@@ -46,6 +51,9 @@ def _note_glue_sources(app, doctree: Any) -> None:
 
 
 def setup(app) -> dict:
+    from maelab import papers
+
+    papers.install()  # this build is a top: the API pages read the registry (see the module docstring)
     app.connect("html-page-context", _unique_scripts, priority=900)  # after the extensions that add scripts
     app.connect("doctree-read", _note_glue_sources)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

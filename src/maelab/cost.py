@@ -58,11 +58,9 @@ import contextlib
 import copy
 import dataclasses
 import functools
-import importlib
 import json
 import math
 import os
-import pkgutil
 import platform
 import re
 import time
@@ -75,6 +73,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ._validate import ParameterError, in_range, one_of, positive_int
+from .profiles import PROFILE_NAMES
+from .registry import installed
 
 __all__ = [
     "H100",
@@ -97,6 +97,9 @@ __all__ = [
     "eval_flops",
     "finetune_step_flops",
     "format_plan_table",
+    "notebook_plans",
+    "plan",
+    "read_runs",
     "PLAN_COLUMNS",
     "peak_memory_bytes",
     "predict",
@@ -1139,40 +1142,48 @@ def format_plan_table(
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# notebook plans (discovered, never imported statically) and the command line
+# notebook plans (handed down by the installed paper registry) and the calibration command
 # ----------------------------------------------------------------------------------------------------------------
 def notebook_plans(profile: str) -> dict[str, list[PlannedRun]]:
-    """{notebook: planned runs} gathered from every ``maelab.papers.<paper>.plan`` module that defines
-    ``plans(profile) -> dict[str, list[PlannedRun]]`` (discovered with ``pkgutil``; the core imports no paper)."""
-    out: dict[str, list[PlannedRun]] = {}
+    """{notebook: planned runs} of every paper's ``maelab.papers.<paper>.plan.plans(profile)``, as the installed paper
+    registry hands them down (:func:`maelab.registry.installed`; the core imports no paper)."""
+    one_of("profile", profile, PROFILE_NAMES)
+    plans = dict(installed().plans(profile))
+    for nb, runs in plans.items():
+        if not isinstance(runs, list) or not all(isinstance(r, PlannedRun) for r in runs):
+            raise ParameterError(f"plan of notebook {nb!r}", "a list of maelab.cost.PlannedRun", type(runs).__name__)
+    return plans
+
+
+def read_runs(path: str | os.PathLike) -> list[PlannedRun]:
+    """The planned runs listed in the JSON file ``path``: a list of :class:`PlannedRun` fields (plain data; nothing
+    in the file is executed)."""
     try:
-        papers = importlib.import_module("maelab.papers")
-    except ImportError:  # pragma: no cover - the package always ships papers/
-        return out
-    for info in pkgutil.iter_modules(papers.__path__):
-        try:
-            mod = importlib.import_module(f"maelab.papers.{info.name}.plan")
-        except ModuleNotFoundError as exc:
-            if exc.name in (f"maelab.papers.{info.name}.plan",):
-                continue
-            raise
-        fn = getattr(mod, "plans", None)
-        if callable(fn):
-            out.update(fn(profile))
-    return out
+        items = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise ParameterError("--runs", "a readable JSON file holding a list of PlannedRun fields", str(path)) from e
+    if not isinstance(items, list) or not all(isinstance(d, dict) for d in items):
+        raise ParameterError("--runs", "a JSON list of objects (PlannedRun fields)", str(path))
+    fields = [f.name for f in dataclasses.fields(PlannedRun)]
+    for d in items:
+        for k in d:
+            one_of(f"--runs field (in {path})", k, fields)
+    return [PlannedRun(**{k: _freeze(v) for k, v in d.items()}) for d in items]
 
 
-def plan(profile: str, *, runs_file: str | None = None, calibration: CpuCalibration | None = None, memory: bool = True):
-    """The plan table (:func:`format_plan_table`, H100 and measured-CPU minutes) for every notebook's planned runs
-    in ``profile`` (or for the runs listed in the JSON file ``runs_file``: a list of :class:`PlannedRun` fields),
-    with a ``notebook`` column and one "total" row per notebook."""
+def plan(
+    profile: str,
+    *,
+    plans: dict[str, list[PlannedRun]] | None = None,
+    calibration: CpuCalibration | None = None,
+    memory: bool = True,
+):
+    """The plan table (:func:`format_plan_table`, H100 and measured-CPU minutes) of ``plans`` ({notebook: planned
+    runs}; default: every notebook's planned runs in ``profile``, :func:`notebook_plans`), with a ``notebook``
+    column and one "total" row per notebook. ``python -m maelab.book plan`` prints it."""
     import pandas as pd
 
-    if runs_file is not None:
-        items = json.loads(Path(runs_file).read_text())
-        plans = {"(file)": [PlannedRun(**{k: _freeze(v) for k, v in d.items()}) for d in items]}
-    else:
-        plans = notebook_plans(profile)
+    plans = notebook_plans(profile) if plans is None else plans
     devices = (gpu_device(), cpu_device(calibration))
     frames = []
     for nb, runs in plans.items():
@@ -1186,31 +1197,21 @@ def plan(profile: str, *, runs_file: str | None = None, calibration: CpuCalibrat
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m maelab.cost calibrate [--force]`` | ``plan --profile P [--runs FILE] [--no-memory]``."""
+    """``python -m maelab.cost calibrate [--force]``: measure (or show the cached) CPU calibration.
+
+    The plan is one command, ``python -m maelab.book plan`` (every notebook's planned runs need the paper registry,
+    which the book's entry point installs; ``--runs FILE`` plans the runs of a JSON file)."""
     import pandas as pd
 
     p = argparse.ArgumentParser(prog="python -m maelab.cost", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("calibrate", help="measure (or show the cached) CPU calibration")
     c.add_argument("--force", action="store_true", help="re-measure even when cached")
-    q = sub.add_parser("plan", help="predicted cost per notebook and planned run")
-    q.add_argument("--profile", default="gpu", choices=("smoke", "cpu", "gpu"))
-    q.add_argument("--runs", default=None, help="JSON list of PlannedRun fields instead of the notebooks' plans")
-    q.add_argument("--no-memory", action="store_true", help="skip the peak-memory column")
     args = p.parse_args(argv)
     with pd.option_context("display.width", 200, "display.max_columns", 30, "display.float_format", "{:.3g}".format):
-        if args.cmd == "calibrate":
-            cal = calibrate_cpu(force=args.force)
-            print(f"{cal.key}; {cal.date_utc}; load average {cal.loadavg[0]:.2f} -> {cal.loadavg[1]:.2f}")
-            print(cal.frame().to_string(index=False))
-            return 0
-        print(f"H100 assumption: {H100_SOURCE}")
-        table = plan(args.profile, runs_file=args.runs, memory=not args.no_memory)
-        print(
-            table.to_string(index=False)
-            if len(table)
-            else f"no planned runs for profile {args.profile!r} (no maelab.papers.*.plan module defines plans())"
-        )
+        cal = calibrate_cpu(force=args.force)
+        print(f"{cal.key}; {cal.date_utc}; load average {cal.loadavg[0]:.2f} -> {cal.loadavg[1]:.2f}")
+        print(cal.frame().to_string(index=False))
     return 0
 
 

@@ -27,16 +27,14 @@ one-line meaning, and the class-level ``SMOKE`` / ``GPU`` dicts override a few f
 key a field, every profile's values valid. Lists become tuples and dicts :class:`FrozenDict`, so a settings object
 is immutable. A wrong value is a one-line :class:`maelab.ParameterError`.
 
-The core finds the classes by importing ``maelab.papers.<paper>.settings`` for every paper package
-(:func:`registry`); it never imports a named paper. A notebook without settings (the scoreboard) gets
+The core receives the classes from the paper registry an entry point installed (:func:`registry`,
+:mod:`maelab.registry`); it never imports a paper. A notebook without settings (the scoreboard) gets
 :class:`NoSettings`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -45,6 +43,7 @@ from typing import Any, ClassVar
 from ._util import DryRunLimits, dry_run_limits
 from ._validate import ParameterError, in_range, one_of, positive_int
 from ._validate import is_bool as _is_bool
+from .registry import PaperRegistry, installed
 
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {
@@ -384,21 +383,17 @@ class NoSettings(NotebookSettings):
 
 
 # ----------------------------------------------------------------------------------------------- registry
-_REGISTRY: dict[str, type] | None = None
+_REGISTRY: tuple[PaperRegistry, dict[str, type]] | None = None  # (the installed paper registry, its checked classes)
 
 
 def registry() -> dict[str, type]:
-    """``{notebook: settings class}`` gathered from every ``maelab.papers.<paper>.settings`` module."""
+    """``{notebook: settings class}`` of every paper's ``maelab.papers.<paper>.settings`` module (its ``NOTEBOOKS``),
+    as the installed paper registry hands them down (:func:`maelab.registry.installed`), checked here once."""
     global _REGISTRY
-    if _REGISTRY is None:
-        from .claims import PAPERS_PACKAGE, _paper_packages  # one discovery of the paper packages for both
-
+    source = installed()
+    if _REGISTRY is None or _REGISTRY[0] is not source:
         found: dict[str, type] = {}
-        for paper in _paper_packages():
-            name = f"{PAPERS_PACKAGE}.{paper}.settings"
-            if importlib.util.find_spec(name) is None:
-                continue
-            notebooks = getattr(importlib.import_module(name), "NOTEBOOKS", None)
+        for name, notebooks in source.settings().values():
             if not isinstance(notebooks, dict):
                 raise ParameterError(f"{name}.NOTEBOOKS", "a dict {notebook name: settings class}", notebooks)
             for nb, klass in notebooks.items():
@@ -411,8 +406,8 @@ def registry() -> dict[str, type]:
                         f"{name}.NOTEBOOKS[{nb!r}]", "a class decorated with @notebook_settings", klass
                     )
                 found[nb] = klass
-        _REGISTRY = found
-    return _REGISTRY
+        _REGISTRY = (source, found)
+    return _REGISTRY[1]
 
 
 def notebook_names(root: Path | None = None) -> list[str]:

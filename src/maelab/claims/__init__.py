@@ -14,9 +14,9 @@ within each paper's stochastic rows). Rows without spread (exact computations) a
 
 This package is the engine only. The rows are data next to their paper: each paper package has a module
 ``maelab.papers.<paper>.claims`` exporting ``CLAIMS: list[Claim]`` (keyword-argument rows). :data:`REGISTRY`
-gathers them on first use by discovering those modules (``pkgutil``), so the core never imports a named paper and
-adding a paper adds no line here. A claim id defined twice, or a row whose ``paper`` is not its package, is an
-error (:class:`RegistryError`).
+gathers them on first use from the paper registry an entry point installed (:mod:`maelab.registry`), so the core
+never imports a paper and adding a paper adds no line here. A claim id defined twice, or a row whose ``paper`` is
+not its package, is an error (:class:`~maelab.registry.RegistryError`).
 
 Layout (one concern per module; this package re-exports the public API, so ``from maelab.claims import Evidence,
 Above, LearnedCheck, REGISTRY`` works as before the split, and each object is documented once, under that name):
@@ -31,8 +31,8 @@ Above, LearnedCheck, REGISTRY`` works as before the split, and each object is do
   margins are what they are;
 * ``maelab.claims.rows``: :class:`Claim`, :data:`KINDS`, :data:`UNITS`, :func:`verdict`;
 * ``maelab.claims.policy``: :data:`POLICY`, :func:`adjust`, :class:`Decision`;
-* ``maelab.claims.registry``: :data:`PAPERS` and the discovery of the paper packages, :func:`gather_claims`,
-  :data:`REGISTRY` (the only module that knows which papers there are).
+* ``maelab.claims.registry``: :func:`gather_claims` (checks the rows the installed paper registry hands down),
+  :data:`REGISTRY`. Which papers there are is the papers' own declaration (:func:`maelab.registry.papers`).
 
 The constants are re-bound below (not only imported) so that each carries its documentation under its public name.
 """
@@ -49,8 +49,8 @@ from .criteria import Above, Below, Criterion, Monotone, PairedGreater, Within
 from .evidence import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, VERDICTS, Evidence
 from .policy import Decision, adjust
 from .preconditions import FineTuneCheck, LearnedCheck, Precondition, ReconstructionCheck, RunStopped, unmet_of
-from .registry import PAPERS_PACKAGE, RegistryError, gather_claims
-from .registry import _paper_packages as _paper_packages  # for maelab.profiles: one discovery of the papers
+from .registry import RegistryError as RegistryError  # maelab.registry's (documented there), as C.RegistryError
+from .registry import gather_claims
 from .rows import Claim, verdict
 from .statistics import holm, minimum_detectable_effect, t_interval, t_quantile, two_sided
 
@@ -75,10 +75,7 @@ KINDS = _rows.KINDS
 #: The book's multiplicity policy, fixed before the runs it judges (issue 21; maelab.claims.adjust applies it).
 POLICY = _policy.POLICY
 
-#: The papers of the book (package name -> citation), in the order of the claim registry.
-PAPERS = _registry.PAPERS
-
-#: every claim row, id -> Claim, in paper (:data:`PAPERS`) then row order
+#: every claim row, id -> Claim, in paper (``order`` of :class:`maelab.registry.Paper`) then row order
 REGISTRY = _registry.REGISTRY
 
 __all__ = [
@@ -119,9 +116,6 @@ __all__ = [
     "POLICY",
     "Decision",
     "adjust",
-    "PAPERS",
-    "PAPERS_PACKAGE",
-    "RegistryError",
     "gather_claims",
     "REGISTRY",
 ]

@@ -1,59 +1,29 @@
-"""The registry of claim rows, gathered from the paper packages; the papers of the book.
+"""The registry of claim rows, gathered from the paper packages through the installed paper registry.
 
 The rows are data next to their paper: each paper package has a module ``maelab.papers.<paper>.claims`` exporting
-``CLAIMS: list[Claim]``. :data:`~maelab.claims.REGISTRY` gathers them on first use by discovering those modules
-(``pkgutil``, :func:`~maelab.claims.gather_claims`), so the core never imports a named paper and adding a paper adds
-no line here. Every line that knows which papers there are (:data:`~maelab.claims.PAPERS`, ``PAPERS_PACKAGE``,
-``_paper_packages``) lives in this module.
+``CLAIMS: list[Claim]``. :data:`~maelab.claims.REGISTRY` gathers them on first use from the paper registry an entry
+point installed (:mod:`maelab.registry`; :func:`~maelab.claims.gather_claims` checks what it hands down), so the core
+never imports a paper and adding a paper adds no line here. Which papers there are, their citations and their order
+are the papers' own declarations (``PAPER`` in each package, :func:`maelab.registry.papers`), not a list kept here.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Iterator, Mapping
 
+from .. import registry as _registry
+from ..registry import RegistryError
 from .rows import KINDS, UNITS, Claim
 
-#: The papers of the book (package name -> citation), in the order of the claim registry.
-PAPERS = {
-    "bisulco2025": "Bisulco et al. (ICCV 2025), From Linearity to Non-Linearity (supplement)",
-    "zhang2022": "Zhang, Wang & Wang (NeurIPS 2022), How Mask Matters (U-MAE)",
-    "cao2022": "Cao, Xu & Clifton (arXiv 2202.03670, 2022), How to Understand Masked Autoencoders",
-    "kong2023": "Kong et al. (CVPR 2023), Understanding MAE via Hierarchical Latent Variable Models",
-    "synthesis": "Four theories, one zoo: cross-paper claims decided on the shared zoo (this book)",
-}
 
-
-PAPERS_PACKAGE = "maelab.papers"
-
-
-class RegistryError(ValueError):
-    """The claim rows of the paper packages do not form a registry (duplicate id, malformed ``CLAIMS``)."""
-
-
-def _paper_packages() -> list[str]:
-    """Names of the subpackages of ``maelab.papers``: those of :data:`PAPERS` in its order, then any other sorted."""
-    pkg = importlib.import_module(PAPERS_PACKAGE)
-    found = {m.name for m in pkgutil.iter_modules(pkg.__path__) if m.ispkg}
-    return [p for p in PAPERS if p in found] + sorted(found - set(PAPERS))
-
-
-def gather_claims() -> dict[str, Claim]:
+def gather_claims(declared: _registry.Declarations | None = None) -> dict[str, Claim]:
     """Every claim row, id -> :class:`Claim`, from the ``CLAIMS`` list of each ``maelab.papers.<paper>.claims``
-    module (a paper package without one contributes nothing). Raises :class:`RegistryError` on a duplicate id,
-    a ``CLAIMS`` that is not a list of claims, or a row whose ``paper`` is not its package."""
+    module as ``declared`` (default: the installed registry's, :func:`maelab.registry.installed`) hands them down (a
+    paper package without one contributes nothing). Raises :class:`~maelab.registry.RegistryError` on a duplicate
+    id, a ``CLAIMS`` that is not a list of claims, or a row whose ``paper`` is not its package."""
     rows: dict[str, Claim] = {}
     origin: dict[str, str] = {}
-    for paper in _paper_packages():
-        name = f"{PAPERS_PACKAGE}.{paper}.claims"
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name != name:  # a missing import *inside* the module is a real error
-                raise
-            continue
-        claims = getattr(module, "CLAIMS", None)
+    for paper, (name, claims) in (_registry.installed().claims() if declared is None else declared).items():
         if not isinstance(claims, list) or not all(isinstance(c, Claim) for c in claims):
             raise RegistryError(f"{name}.CLAIMS must be a list of maelab.claims.Claim rows")
         for c in claims:
@@ -84,10 +54,12 @@ class _Registry(Mapping[str, Claim]):
 
     def __init__(self) -> None:
         self._rows: dict[str, Claim] | None = None
+        self._source: _registry.PaperRegistry | None = None  # the installed registry the rows came from
 
     def _load(self) -> dict[str, Claim]:
-        if self._rows is None:
-            self._rows = gather_claims()
+        if self._rows is None or self._source is not _registry.installed():
+            self._source = _registry.installed()
+            self._rows = gather_claims(self._source.claims())
         return self._rows
 
     def __getitem__(self, claim_id: str) -> Claim:
@@ -103,5 +75,5 @@ class _Registry(Mapping[str, Claim]):
         return f"<maelab.claims.REGISTRY: {len(self)} claims>"
 
 
-#: every claim row, id -> Claim, in paper (:data:`PAPERS`) then row order
+#: every claim row, id -> Claim, in paper (``order`` of :class:`maelab.registry.Paper`) then row order
 REGISTRY: Mapping[str, Claim] = _Registry()

@@ -1,11 +1,18 @@
 """``python -m maelab.device pack | run | calibrate | progress`` (see :mod:`maelab.device`; the import is
-``python -m maelab.store import ARCHIVE``)."""
+``python -m maelab.store import ARCHIVE``).
+
+An entry point, as ``python -m maelab.book`` is: it installs the paper registry (``papers.install()``, see
+:mod:`maelab.registry`) that pack (the notebooks' settings), run (each program's injected registry cell), calibrate
+and progress (the planned runs) read.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+
+from maelab import papers
 
 from .. import store
 from .._validate import ParameterError
@@ -85,4 +92,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    papers.install()
     sys.exit(main())

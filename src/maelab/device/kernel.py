@@ -134,8 +134,9 @@ def install() -> None:
 
     plt.show = lambda *args, **kwargs: plt.close("all")
     from .. import book, store
+    from ..book import context
 
-    book.show_findings = lambda notebook, profile: None
-    book._refresh_findings = lambda notebook, profile: None
+    book.show_findings = lambda notebook, profile: None  # the page's call, ``book.show_findings(...)``
+    context.refresh_findings = lambda notebook, profile: None  # ``Context.finish``'s redraw (bound in book.context)
     if not hasattr(store.load_or_compute, "__wrapped__"):
         store.load_or_compute = _logged(store.load_or_compute)

@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 
 from .._validate import ParameterError, folder_path, one_of
+from ..registry import installed
 from ..store import GIT_STATE_ENV
 from ._common import RECORD_LOG_ENV, DeviceError, code_fingerprint, machine, sha256_file
 from .pack import PACK_DIR, load_manifest
@@ -59,7 +60,9 @@ LOG_TAIL_BYTES = 4 << 20  # the run's log beside the archive keeps at most this 
 # ----------------------------------------------------------------------------------------------- programs
 def program(cells: list[dict], parameters_cell: int, params: dict, notebook: str) -> str:
     """The plain Python program of a notebook: the compute-only kernel, then its code cells in order with
-    ``params`` assigned right after the ``parameters`` cell (papermill's injected-parameters cell)."""
+    ``params`` assigned right after the ``parameters`` cell (papermill's injected-parameters cell) and, after them,
+    the installed paper registry's ``bootstrap`` (what the book's runner injects into a kernel,
+    :func:`maelab.book.runner.inject_registry`: the program's pages need every paper's settings and claim rows)."""
     lines = [
         f"# notebooks/{notebook}.md as a plain program (maelab.device): code cells in order, parameters injected",
         "from maelab.device.kernel import install as _maelab_device_install",
@@ -70,6 +73,7 @@ def program(cells: list[dict], parameters_cell: int, params: dict, notebook: str
         if i == parameters_cell:
             lines += ["# %% injected parameters (as papermill injects them)"]
             lines += [f"{k} = {v!r}" for k, v in params.items()]
+            lines += ["# %% injected paper registry (as the book's runner injects it)", installed().bootstrap]
     return "\n".join(lines) + "\n"
 
 

@@ -5,3 +5,14 @@ of :mod:`maelab.zoo`, decided by the same claims engine. Its measurements beyond
 masked-pixel Jacobians of Bisulco et al. and the attention distance) are in :mod:`maelab.papers.synthesis.geometry`, its
 rows in :mod:`maelab.papers.synthesis.claims`, their evidence in :mod:`maelab.papers.synthesis.evidence`.
 """
+
+from ...registry import Paper
+
+#: how the synthesis page declares itself to the book (maelab.papers.registry), as a paper package does. Its order is
+#: far after the papers' so that it stays last when a paper is added: its rows read what every paper predicts
+PAPER = Paper(
+    key="synthesis",
+    citation="Four theories, one zoo (this book)",
+    title="Cross-paper claims decided on the shared zoo",
+    order=100,
+)
