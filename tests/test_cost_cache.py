@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from maelab import cost
 from maelab.cost import cache as cc
@@ -111,3 +112,22 @@ def test_model_shape_orders_overrides_and_checks_them():
         cost.ModelShape(overrides={"a": 1})
     with pytest.raises(ValueError, match="shape"):
         cc.pretrain_step("micro", 8, None)
+
+
+def test_counting_copies_the_module_not_the_weights_and_leaves_the_model_alone():
+    """The counts run on a copy of the module tree with meta (or, for memory, shared) tensors: the same counts as
+    on a full copy of the model moved to the meta device, and the caller's model is untouched."""
+    import copy
+
+    m = SHAPE.build().eval()
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    full = copy.deepcopy(m).to("meta").train()  # the way before: every weight copied, then moved
+    out: dict = {}
+    f, ops = cost.count_flops(lambda: out.update(loss=full(torch.zeros(8, 1, 16, 16, device="meta"))["loss"]))
+    b, b_ops = cost.count_flops(lambda: out["loss"].backward())
+    c = cost.step_flops(m, 8)
+    assert (c.forward, c.backward) == (f, b) and c.ops > ops + b_ops  # + the AdamW update's ops
+    cost.peak_memory_bytes(m, 8, amp="off", measure_cuda=False)
+    cost.peak_memory_bytes(m, 8, kind="finetune", amp="off", measure_cuda=False)
+    assert not m.training and all(p.grad is None and p.device.type == "cpu" for p in m.parameters())
+    assert all(torch.equal(v, before[k]) for k, v in m.state_dict().items())

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .._validate import one_of, positive_int
-from .counting import _input, _trainable
+from .counting import _input, _module_copy, _trainable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +141,10 @@ def peak_memory_bytes(
     if measure_cuda and torch.cuda.is_available():
         act = _cuda_peak(net, batch_size, amp, step)
         return MemoryEstimate(params, 0, 0, act, data_images * img, "cuda max_memory_allocated")
-    act = _saved_bytes(copy.deepcopy(net).cpu().train(), batch_size, amp, step)
+    on_cpu = all(t.device.type == "cpu" for t in itertools.chain(net.parameters(), net.buffers()))
+    # _saved_bytes runs on fake copies of the weights: a CPU model's own tensors are shared, not copied
+    cpu = _module_copy(net, lambda t: t) if on_cpu else copy.deepcopy(net).cpu()
+    act = _saved_bytes(cpu.train(), batch_size, amp, step)
     return MemoryEstimate(
         params,
         n_tr * 4,
