@@ -199,12 +199,12 @@ class Workload:
 
     @property
     def steps(self) -> int:
-        """Pre-training optimiser steps: ``epochs * (n_train // batch_size)`` (the trainer drops incomplete batches)."""
+        """Pre-training optimiser steps, ``epochs * (n_train // batch_size)`` (the trainer drops incomplete batches)."""
         return self.epochs * (self.n_train // self.batch_size)
 
     @property
     def finetune_steps(self) -> int:
-        """Fine-tuning optimiser steps: ``finetune_epochs * (n_train // finetune_batch)``."""
+        """Fine-tuning optimiser steps, ``finetune_epochs * (n_train // finetune_batch)``."""
         return self.finetune_epochs * (self.n_train // self.finetune_batch)
 
     @property
@@ -219,8 +219,8 @@ class Workload:
 
     @property
     def final_eval_images(self) -> int:
-        """Images through the trained model after pre-training: the features of the train and test images (probe,
-        k-NN, rank) and the test reconstruction loss (a masked forward, counted as the images it reads)."""
+        """Images through the trained model after pre-training, i.e. the features of the train and test images
+        (probe, k-NN, rank) and the test reconstruction loss (a masked forward, counted as the images it reads)."""
         return self.n_train + 2 * self.n_test
 
     @property
@@ -239,7 +239,7 @@ class Workload:
         )
 
 
-#: The fine-tuning batch of the pipeline (capped at the training set): smaller than the official recipe's, so that
+#: The fine-tuning batch of the pipeline, capped at the training set; smaller than the official recipe's, so that
 #: the book's small training sets still give several steps per epoch.
 FINETUNE_BATCH = 128
 
@@ -279,7 +279,7 @@ def workload(
 
 def finetune_config(spec: PretrainSpec, n_train: int, *, epochs: int | None = None) -> train.FineTuneConfig:
     """The pipeline's fine-tuning recipe for ``spec`` on ``n_train`` images for ``epochs`` (default
-    ``spec.finetune_epochs``; > 0): batch :attr:`Workload.finetune_batch`, ``spec.finetune_blr``, one warm-up
+    ``spec.finetune_epochs``; > 0): batch ``Workload.finetune_batch``, ``spec.finetune_blr``, one warm-up
     epoch, the spec's pooling and seed."""
     epochs = positive_int("epochs", spec.finetune_epochs if epochs is None else epochs)
     return train.FineTuneConfig(

@@ -1,12 +1,12 @@
 """Counts per model shape, made once: FLOPs and ops of a step or a feature pass, memory, parameters.
 
-Why a cache: a plan prices about a hundred runs, and counting one model shape is Python shape work (about half a
-second per count on this project's 2-core CPU, four counts per shape: pre-training step, fine-tuning step, feature
-pass, memory), while the counts depend on nothing but the shape. So each count is made once per
-:class:`ModelShape` and batch (and mask ratio, classes, precision where they matter):
+Why a cache: a plan prices about a hundred runs, and counting one model shape is Python shape work (about half a second
+per count on this project's 2-core CPU, four counts per shape: pre-training step, fine-tuning step, feature pass,
+memory), while the counts depend on nothing but the shape. So each count is made once per
+:class:`~maelab.cost.ModelShape` and batch (and mask ratio, classes, precision where they matter):
 
-* **in this process** (a dict), so the runs of a plan that share a shape (seeds, variants that differ only in what
-  they evaluate, the notebooks that train the same model) count it once;
+* **in this process** (a dict), so the runs of a plan that share a shape (seeds, variants that differ only in what they
+  evaluate, the notebooks that train the same model) count it once;
 * **on disk**, in the gitignored ``.cache/cost/counts-<fingerprint>.json`` (``$MAELAB_CACHE/cost`` when set), so a
   second plan reads every count. The fingerprint hashes everything a count depends on: the source of
   :mod:`maelab.models`, :mod:`maelab.masking`, the counting and memory code and this module, and the torch and timm

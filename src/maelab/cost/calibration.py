@@ -1,11 +1,11 @@
 """The measured CPU: a calibration of this machine's achieved FLOP/s, op floor and probe times, cached per machine.
 
-:func:`calibrate_cpu` times a few training steps (forward + backward + AdamW, float32, one process) of the ``micro``
-and ``small`` MAEs and a feature-extraction forward pass, plus a float32 GEMM (the machine's practical matmul peak),
-each timed as the fastest of several repetitions (the least disturbed by other jobs on a shared machine, see
-:class:`CpuCalibration`), and caches the result in ``.cache/cost/`` keyed by CPU model name, core count, torch
-version and thread count. A run's step is converted with the achieved FLOP/s of the calibration point of similar
-work per step (log-log interpolation in FLOPs per step, clamped at the ends: :func:`cpu_device`).
+:func:`~maelab.cost.calibrate_cpu` times a few training steps (forward + backward + AdamW, float32, one process) of the
+``micro`` and ``small`` MAEs and a feature-extraction forward pass, plus a float32 GEMM (the machine's practical matmul
+peak), each timed as the fastest of several repetitions (the least disturbed by other jobs on a shared machine, see
+:class:`~maelab.cost.CpuCalibration`), and caches the result in ``.cache/cost/`` keyed by CPU model name, core count,
+torch version and thread count. A run's step is converted with the achieved FLOP/s of the calibration point of similar
+work per step (log-log interpolation in FLOPs per step, clamped at the ends: :func:`~maelab.cost.cpu_device`).
 """
 
 from __future__ import annotations
@@ -222,11 +222,11 @@ def _calibration_points(rounds: int, reps: int) -> tuple:
     return tuple(points)
 
 
-#: The probe workloads :func:`calibrate_cpu` times (``kind``, training examples, feature dimension), each on
-#: synthetic 10-class Gaussian-cluster features (test set of the same size): the scikit-learn and torch logistic
+#: The probe workloads :func:`~maelab.cost.calibrate_cpu` times (``kind``, training examples, feature dimension), each
+#: on synthetic 10-class Gaussian-cluster features (test set of the same size): the scikit-learn and torch logistic
 #: regressions of :func:`maelab.evaluate.linear_probe` (C chosen from ``DEFAULT_CS`` on a validation split, one BLAS
-#: thread as the notebooks run them), the torch one also above Newton's size limit (raw 28 x 28 pixels: the
-#: whitened L-BFGS path), and k-NN (:func:`maelab.evaluate.knn_accuracy`).
+#: thread as the notebooks run them), the torch one also above Newton's size limit (raw 28 x 28 pixels: the whitened
+#: L-BFGS path), and k-NN (:func:`maelab.evaluate.knn_accuracy`).
 PROBE_WORKLOADS = (("logreg", 2000, 64), ("logreg_torch", 2000, 64), ("logreg_torch", 2000, 784), ("knn", 2000, 64))
 
 

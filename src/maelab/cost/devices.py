@@ -4,13 +4,13 @@
   1,979 with sparsity). Small ViTs reach a small fraction of it in eager PyTorch: NVIDIA's BioNeMo benchmark of a
   22 M-parameter ViT-Small (224 px, batch 256, bf16, one H100 SXM) measured 4.6 % MFU in eager mode (6.6 % after
   optimisation, 22 % with ``torch.compile``; https://nvidia-bionemo.github.io/nvSubquadratic/benchmarks.html).
-  Our models are smaller still (64-768-d, 17-257 tokens), so we assume :data:`H100_MFU` = 5 %, i.e. ~49 TFLOP/s
-  achieved, an optimistic figure for the smallest models, which the op floor then bounds: each step costs at least
-  ``ops * H100_OP_OVERHEAD_S`` with 10 us per op (host-side dispatch + launch of one eager op is ~5-25 us, e.g.
-  https://jiahuanglin.xyz/all_lessons/gpu_kernel_serving/18_pytorch_to_kernel.html). Neither number has been
-  measured by this project: ``benchmarks/train_speed.py --device cuda`` reports the achieved MFU on a real GPU, and
-  a calibration stored by ``python -m maelab.device calibrate`` on a lent GPU replaces both in the plans
-  (:func:`gpu_device`: measured FLOP/s per FLOPs per step, as for the CPU).
+  Our models are smaller still (64-768-d, 17-257 tokens), so we assume :data:`H100_MFU` = 5 %, i.e.
+  ~49 TFLOP/s achieved, an optimistic figure for the smallest models, which the op floor then bounds: each step
+  costs at least ``ops * H100_OP_OVERHEAD_S`` with 10 us per op (host-side dispatch + launch of one eager op is
+  ~5-25 us, e.g. https://jiahuanglin.xyz/all_lessons/gpu_kernel_serving/18_pytorch_to_kernel.html). Neither number
+  has been measured by this project: ``benchmarks/train_speed.py --device cuda`` reports the achieved MFU on a real
+  GPU, and a calibration stored by ``python -m maelab.device calibrate`` on a lent GPU replaces both in the plans
+  (:func:`~maelab.cost.gpu_device`: measured FLOP/s per FLOPs per step, as for the CPU).
 * **CPU**: measured, not assumed (:mod:`maelab.cost.calibration`).
 """
 
@@ -32,6 +32,7 @@ H100_MFU = 0.05
 H100_OP_OVERHEAD_S = 10e-6
 #: Memory of an H100 SXM (80 GB HBM3), bytes.
 H100_MEMORY_BYTES = 80 * 10**9
+#: Where the H100 numbers come from, in one line (printed with every plan).
 H100_SOURCE = (
     "989 TFLOP/s dense bf16 (NVIDIA H100 SXM datasheet) x MFU 5 % (eager ViT-S/16 on one H100: 4.6-6.6 %, "
     "nvidia-bionemo.github.io/nvSubquadratic/benchmarks.html), floor 10 us per eager op"
@@ -87,16 +88,17 @@ H100 = Device(
 )
 
 
-#: Where ``maelab.device.calibrate`` stores a GPU's measured training throughput: (folder, name, profile) under
-#: the results root. :func:`gpu_device` uses it instead of the assumed :data:`H100_MFU` when it was measured on CUDA.
+#: Where ``maelab.device.calibrate`` stores a GPU's measured training throughput: (folder, name, profile) under the
+#: results root. :func:`~maelab.cost.gpu_device` uses it instead of the assumed :data:`H100_MFU` when it was measured on
+#: CUDA.
 GPU_CALIBRATION = ("plan", "gpu_calibration", "gpu")
 
 
 def measured_device(points, source: str) -> Device:
-    """The GPU :class:`Device` of measured training steps (``points``: rows with ``flops_per_step``,
-    ``flops_per_s``, ``seconds_per_step``, ``ops_per_step``; a DataFrame or a list of dicts): the "train" curve of
-    achieved FLOP/s against FLOPs per step, interpolated log-log as a CPU calibration's, and an op floor no larger
-    than any measured step's time per op. Named as :data:`H100` so that plan tables keep their columns; ``source``
+    """The GPU :class:`Device` of measured training steps (``points``: rows with ``flops_per_step``, ``flops_per_s``,
+    ``seconds_per_step``, ``ops_per_step``; a DataFrame or a list of dicts): the "train" curve of achieved FLOP/s
+    against FLOPs per step, interpolated log-log as a CPU calibration's, and an op floor no larger than any measured
+    step's time per op. Named as :data:`~maelab.cost.devices.H100` so that plan tables keep their columns; ``source``
     says what measured it."""
     rows = points.to_dict("records") if hasattr(points, "to_dict") else list(points)
     if not rows:
@@ -114,9 +116,10 @@ def measured_device(points, source: str) -> Device:
 
 
 def gpu_device(root: str | os.PathLike | None = None) -> Device:
-    """The GPU device model of the plans: the stored GPU calibration (:data:`GPU_CALIBRATION` under ``root``,
-    default the committed ``data/results``) when one measured on CUDA is stored, else :data:`H100` (5 % MFU
-    assumed). A stored calibration that does not verify is reported in one line on stderr and not used."""
+    """The GPU device model of the plans: the stored GPU calibration (:data:`~maelab.cost.devices.GPU_CALIBRATION` under
+    ``root``, default the committed ``data/results``) when one measured on CUDA is stored, else
+    :data:`~maelab.cost.devices.H100` (5 % MFU assumed). A stored calibration that does not verify is reported in one
+    line on stderr and not used."""
     import sys
 
     from .. import store

@@ -1,6 +1,6 @@
-"""Plans: planned runs (:class:`PlannedRun`, made from a spec's workload), their predicted cost on a device
-(:func:`predict`), plan tables (:func:`format_plan_table`, :func:`plan`) and every notebook's plan, handed down by the
-installed paper registry (:func:`notebook_plans`)."""
+"""Plans: planned runs (:class:`~maelab.cost.PlannedRun`, made from a spec's workload), their predicted cost on a device
+(:func:`~maelab.cost.predict`), plan tables (:func:`~maelab.cost.format_plan_table`, :func:`~maelab.cost.plan`) and
+every notebook's plan, handed down by the installed paper registry (:func:`~maelab.cost.notebook_plans`)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class PlannedRun:
 
     @property
     def shape(self) -> cache.ModelShape:
-        """The model shape of this run (what its counts depend on: :mod:`maelab.cost.cache`)."""
+        """The model shape of this run, what its counts depend on (:mod:`maelab.cost.cache`)."""
         return cache.ModelShape(self.model, self.size, tuple(self.overrides), self.img_size, self.channels)
 
     def build(self) -> nn.Module:
@@ -204,7 +204,7 @@ def predict(run: PlannedRun, device: Device, host: Device | None = None) -> dict
     return out
 
 
-#: The columns of :func:`format_plan_table` before the per-device minutes.
+#: The columns of :func:`~maelab.cost.format_plan_table` before the per-device minutes.
 PLAN_COLUMNS = (
     "run",
     "model",
@@ -224,11 +224,11 @@ PLAN_COLUMNS = (
 def format_plan_table(
     runs: Sequence[PlannedRun], devices: Sequence[Device] = (H100,), *, memory: bool = True, amp: str = "bf16"
 ):
-    """A pandas DataFrame, one row per planned run: :data:`PLAN_COLUMNS` then ``"<device> min"`` per device
-    (predicted minutes of the run with all its repeats). ``memory=False`` skips the (CPU-measured) peak-memory
-    column (NaN), which needs two small real forward passes per run. "CPU probes min": the logistic-regression
-    probes, which run on the CPU whatever the device, on the first calibrated CPU among ``devices`` (NaN without
-    one); a device's minutes include them only when it is that CPU."""
+    """A pandas DataFrame, one row per planned run: :data:`~maelab.cost.planning.PLAN_COLUMNS` then ``"<device> min"``
+    per device (predicted minutes of the run with all its repeats). ``memory=False`` skips the (CPU-measured)
+    peak-memory column (NaN), which needs two small real forward passes per run. "CPU probes min": the
+    logistic-regression probes, which run on the CPU whatever the device, on the first calibrated CPU among ``devices``
+    (NaN without one); a device's minutes include them only when it is that CPU."""
     import pandas as pd
 
     one_of("amp", amp, ("bf16", "off"))

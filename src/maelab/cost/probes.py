@@ -1,5 +1,6 @@
-"""Work on extracted features that is not a forward pass: the logistic-regression probes and k-NN (:class:`EvalJob`),
-priced by scaling the calibrated CPU's measured probe workloads (:func:`probe_seconds`)."""
+"""Work on extracted features that is not a forward pass: the logistic-regression probes and k-NN
+(:class:`~maelab.cost.EvalJob`), priced by scaling the calibrated CPU's measured probe workloads
+(:func:`~maelab.cost.probe_seconds`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import math
 from .._validate import ParameterError, one_of, positive_int
 from .devices import Device
 
+#: The kinds of :class:`EvalJob`.
 EVAL_KINDS = ("logreg", "logreg_torch", "knn")
-#: Logistic-regression fits of a probe with the default C grid: one per C of ``maelab.evaluate.DEFAULT_CS`` (6) on the
+#: Logistic-regression fits of a probe with the default C grid, one per C of ``maelab.evaluate.DEFAULT_CS`` (6) on the
 #: validation split, then the final fit at the chosen C (the calibrated probe workloads are such probes).
 GRID_FITS = 7
 _NEWTON_MAX_PARAMS = 3000  # maelab.logreg: Newton up to K (d + 1) parameters, whitened L-BFGS above
