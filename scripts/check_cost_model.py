@@ -255,6 +255,8 @@ def zhang_regime(results: Path, name: str):
     return runs, measured, rec["provenance"]["wall_time_s"], epochs
 
 
+# this script is a top: it hands the paper registry to the core (maelab.registry) before reading any settings
+papers.install()
 _UMAE = profiles.settings("zhang_umae", "cpu")  # the results its cpu run stores
 
 RESULTS = {
@@ -359,5 +361,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    papers.install()  # this script is a top: it hands the paper registry to the core (maelab.registry)
     sys.exit(main())
