@@ -239,8 +239,8 @@ class Workload:
         )
 
 
-#: The fine-tuning batch of the pipeline, capped at the training set; smaller than the official recipe's, so that
-#: the book's small training sets still give several steps per epoch.
+#: The fine-tuning batch of the pipeline, capped at the training set (every stored fine-tuning result used it; the
+#: official recipe's effective batch is 1,024).
 FINETUNE_BATCH = 128
 
 
