@@ -3,7 +3,9 @@
 ``python -m maelab.book build [--strict]``. ``stage`` refuses failed notebooks, notebooks showing an error, and
 stale ones: an executed notebook older than its source ``notebooks/NAME.md``, its settings module or a file of the
 results folder it read (modification times; the scoreboard: every claims record), in one line naming each notebook
-and what is newer. The build runs with execution off (the pages are executed by :mod:`maelab.book.runner`).
+and what is newer -- unless the notebook records the content key of its inputs (:mod:`maelab.book.freshness`) and
+that key still holds, so a newer modification time over the same contents is not staleness. The build runs with
+execution off (the pages are executed by :mod:`maelab.book.runner`).
 
 The module is ``builder``, not ``build``: a submodule named ``build`` would replace the function ``maelab.book.build``
 as an attribute of the package as soon as it is imported.
@@ -20,6 +22,7 @@ from pathlib import Path
 from .. import store
 from .._validate import folder_path
 from ..profiles import PROFILE_NAMES, registry
+from . import freshness
 from .plan import stage_plan_tables
 from .toc import LAST, NotebookFailed, notebooks_in_order
 
@@ -48,7 +51,7 @@ def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
             if err:
                 failed.append(f"{name} ({err})")
             newer = _newer_inputs(name, p, root)
-            if newer:
+            if newer and not _same_key(name, p, root):  # a newer file with the same contents is not staleness
                 stale.append((name, newer))
             _hide_injected_parameters(p, nbdir / p.name)
     if failed:
@@ -105,6 +108,21 @@ def _notebook_inputs(name: str, executed: Path, root: Path) -> list[Path]:
     if name in LAST and results.is_dir():
         files += [f for f in results.glob("*/claims.*.json") if f.is_file()]
     return files
+
+
+def _same_key(name: str, executed: Path, root: Path) -> bool:
+    """True when the executed notebook records the key of its inputs (:mod:`maelab.book.freshness`) and that key
+    still holds: its inputs may carry newer modification times (a checkout, a ``touch``) but not new contents."""
+    import nbformat
+
+    key, params = freshness.recorded_key(executed)
+    if key is None:
+        return False
+    try:
+        results = (nbformat.read(executed, as_version=4).metadata.get("maelab") or {}).get("results_root")
+    except Exception:  # noqa: BLE001 - unreadable: not the same
+        return False
+    return bool(results) and key == freshness.inputs_key(name, params, Path(results), root)
 
 
 def _newer_inputs(name: str, executed: Path, root: Path) -> str:

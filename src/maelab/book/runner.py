@@ -29,6 +29,7 @@ from .._util import DRY_RUN_DIR_ENV, DRY_RUN_ENV, TMP_PREFIX, dry_run_limits, en
 from .._validate import ParameterError, folder_path
 from ..profiles import CORE_PARAMS, PROFILE_NAMES, settings_class, validate_core
 from ..registry import installed
+from . import freshness
 from .context import ALLOW_CPU_ENV, GpuUnavailable
 from .plan import gpu_on_cpu_message
 from .toc import LAST, NotebookFailed, notebook_parameters, notebooks_in_order
@@ -107,12 +108,22 @@ def run_notebook(
     nb = inject_registry(jupytext.read(src))
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     # where this run reads and writes its results: what `build` compares the executed notebook's age against
-    nb.metadata["maelab"] = {"profile": profile, "results_root": str(store.results_root(profile).resolve())}
+    results = store.results_root(profile).resolve()
+    nb.metadata["maelab"] = {"profile": profile, "results_root": str(results)}
     out, failed = out_dir / f"{name}.ipynb", out_dir / f"{name}.failed.ipynb"
+    params = {"profile": profile, "recompute": recompute, "device": device, **(extra or {})}
+    if not recompute and out.exists() and not failed.exists():  # unchanged since its last run: not re-executed
+        key, ran_with = freshness.recorded_key(out)
+        if key is not None and ran_with == params and key == freshness.inputs_key(name, params, results, root):
+            print(
+                f"[book] {name}: unchanged since its last execution (same source, library, results and "
+                f"parameters), not re-executed -> {out}",
+                flush=True,
+            )
+            return out
     inp = out_dir / f"{TMP_PREFIX}.{name}.{os.getpid()}.input.ipynb"
     tmp = out_dir / f"{TMP_PREFIX}.{name}.{os.getpid()}.output.ipynb"
     nbformat.write(nb, inp)
-    params = {"profile": profile, "recompute": recompute, "device": device, **(extra or {})}
     t0 = time.perf_counter()
     try:
         pm.execute_notebook(
@@ -143,6 +154,11 @@ def run_notebook(
             f"notebook {name} (notebooks/{name}.md) could not be executed: {type(e).__name__}: {line}"
         ) from None
     else:
+        done = nbformat.read(tmp, as_version=4)  # what it was computed from, after the run wrote its results
+        done.metadata.setdefault("maelab", {}).update(
+            {freshness.KEY: freshness.inputs_key(name, params, results, root), "params": params}
+        )
+        nbformat.write(done, tmp)
         os.replace(tmp, out)
         failed.unlink(missing_ok=True)
     finally:
