@@ -72,6 +72,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ._util import cache_root
 from ._validate import ParameterError, in_range, one_of, positive_int
 from .profiles import PROFILE_NAMES
 from .registry import installed
@@ -572,11 +573,7 @@ def cpu_key() -> str:
 
 
 def _cache_dir() -> Path:
-    env = os.environ.get("MAELAB_CACHE")
-    if env:
-        return Path(env) / "cost"
-    repo = Path(__file__).resolve().parents[2]
-    return (repo if (repo / "pyproject.toml").exists() else Path.cwd()) / ".cache" / "cost"
+    return cache_root() / "cost"
 
 
 def calibration_path(key: str | None = None) -> Path:

@@ -31,8 +31,9 @@ import numpy as np
 import torch
 
 from maelab import linear_mae, metrics
-from maelab._util import blas_limit, dry_cap
+from maelab._util import blas_limit
 from maelab._validate import ParameterError, positive_int
+from maelab.options import DryRunLimits, cap
 
 __all__ = [
     "binned_profile",
@@ -161,7 +162,15 @@ def image_mean_loss(images: Any) -> float:
     return float(x.var(dim=1, unbiased=False).mean())
 
 
-def visible_mean_loss(images: Any, mask_ratio: float, patch_size: int, *, n_masks: int = 8, seed: int = 0) -> float:
+def visible_mean_loss(
+    images: Any,
+    mask_ratio: float,
+    patch_size: int,
+    *,
+    n_masks: int = 8,
+    seed: int = 0,
+    caps: DryRunLimits | None = None,
+) -> float:
     """MAE loss (raw-pixel targets, the official loss: per-pixel squared error averaged over the removed patches of
     the batch) of the trivial predictor that fills every removed pixel with the mean of its image's visible pixels.
 
@@ -169,8 +178,8 @@ def visible_mean_loss(images: Any, mask_ratio: float, patch_size: int, *, n_mask
     is not well below this one has learned no spatial structure worth measuring. Masks as the official MAE
     (:func:`maelab.masking.random_masking`, ``n_masks`` per image from a generator seeded by ``seed``: a Monte-Carlo
     mean over masks); with ``mask_ratio`` 0 nothing is removed, the loss covers every patch and equals
-    :func:`image_mean_loss`. ``images``: (n, H, W) or (n, C, H, W); a dry run reads the first few
-    (``maelab._util.DryRunLimits.eval_images``).
+    :func:`image_mean_loss`. ``images``: (n, H, W) or (n, C, H, W); a dry run (``caps``) reads the first few
+    (:attr:`maelab.options.DryRunLimits.eval_images`).
     """
     from maelab import masking
 
@@ -180,7 +189,7 @@ def visible_mean_loss(images: Any, mask_ratio: float, patch_size: int, *, n_mask
     if x.ndim != 4 or x.shape[0] == 0:
         raise ParameterError("images", "an (n, H, W) or (n, C, H, W) array with n >= 1", tuple(x.shape))
     positive_int("n_masks", n_masks)
-    x = x[: dry_cap(x.shape[0], "eval_images")]  # a dry run: the first few images
+    x = x[: cap(x.shape[0], caps, "eval_images")]  # a dry run: the first few images
     tokens = masking.patchify(x, patch_size)  # (n, L, p*p*C); checks that patch_size divides the image
     g = torch.Generator().manual_seed(int(seed))
     losses = []
