@@ -115,7 +115,7 @@ def time_bare(run: cost.PlannedRun, steps: int) -> dict:
         m(x, mask_ratio=run.mask_ratio, generator=g)["loss"].backward()
         opt.step()
 
-    best, med, cpu = cost._time_steps(step, 2, steps)
+    best, med, cpu = cost.calibration._time_steps(step, 2, steps)
     return {"wall_min_s": best, "wall_median_s": med, "cpu_median_s": cpu}
 
 
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
     rows = {}
     for n in names:
         run, committed = runs[n]
-        c = cost._costs(run)["pre"]
+        c = cost.planning._costs(run)["pre"]
         b, t = times[n]["bare"], times[n]["trainer"]
         rows[n] = {
             "result": "/".join(CONFIGS[n][:2]),

@@ -222,7 +222,7 @@ def peak_for(device) -> tuple[float, str]:
     """(peak FLOP/s, where it comes from) for the MFU denominator on ``device``."""
     if device.type == "cuda":
         return cost.H100_PEAK_BF16_FLOPS, "H100 SXM dense bf16 peak, NVIDIA datasheet (maelab.cost)"
-    gemm, _ = cost._matmul()
+    gemm, _ = cost.calibration._matmul()
     return gemm, "this CPU's float32 1024^3 GEMM, best of 20 (maelab.cost)"
 
 

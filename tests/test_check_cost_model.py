@@ -1,4 +1,5 @@
-"""The load-robust measured time and the summary of scripts/check_cost_model.py (no timings, no stored results)."""
+"""The load-robust measured time and the summary of the cost model's check (maelab.cost.check, what
+scripts/check_cost_model.py prints; no timings, no stored results)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,18 @@ import pandas as pd
 import pytest
 from conftest import load_repo_script
 
+from maelab.cost import check
+
 
 @pytest.fixture(scope="module")
 def ccm():
-    return load_repo_script("scripts/check_cost_model.py")
+    return check
+
+
+def test_the_script_compares_with_the_library_s_check():
+    """The script recovers the committed runs and leaves the comparison to maelab.cost.check (no copy of it)."""
+    script = load_repo_script("scripts/check_cost_model.py")
+    assert script.compare is check.compare and script.summary is check.summary
 
 
 def test_robust_seconds_median_epoch_ignores_a_slowed_minority(ccm):

@@ -126,7 +126,7 @@ def test_peak_memory_counts_states_and_fake_equals_real_saved_bytes():
     est = cost.peak_memory_bytes(m, 8, amp="off", measure_cuda=False, data_images=10)
     n = sum(p.numel() for p in m.parameters() if p.requires_grad)
     assert est.grads == 4 * n and est.optimizer == 8 * n and est.data == 10 * 3 * 32 * 32 * 4
-    real = cost._saved_bytes(copy.deepcopy(m), 8, "off", cost._pretrain_loss(None), fake=False)
+    real = cost.memory._saved_bytes(copy.deepcopy(m), 8, "off", cost.memory._pretrain_loss(None), fake=False)
     assert est.activations == real > 0
 
 
@@ -159,7 +159,7 @@ def test_calibration_cache_key_and_path(monkeypatch, tmp_path):
         date_utc="x",
     )
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"format": cost._CALIBRATION_FORMAT, **cal.to_dict()}))
+    path.write_text(json.dumps({"format": cost.calibration._CALIBRATION_FORMAT, **cal.to_dict()}))
     assert cost.calibrate_cpu() == cal  # served from the cache, nothing measured
     assert cost.cpu_device(cal).throughput(123.0) == 2e9
     assert cal.frame()["% of GEMM"].tolist() == [50.0, 100.0]

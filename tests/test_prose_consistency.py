@@ -293,10 +293,12 @@ def test_the_reason_check_finds_saturation_blamed_for_models_that_did_not_learn(
         "off;\n  the last steps are within the error bars, which is why the monotone criterion returns "
         '"inconclusive" rather\n  than "supported".'
     )
-    jac = rows["bisulco_jacobians"]
+    # the page's own models' rows: since issue 26 the mask-ratio row is decided on the shared zoo, where a step test
+    # (not a precondition) leaves it undecided, so the old sentence about the own models is read against the others
+    jac = [r for r in rows["bisulco_jacobians"] if r.claim.id != "bisulco.jac_mae_spread_vs_m"]
     assert any(r.raw[1].startswith(PRECONDITION) for r in jac)  # the record the sentence contradicts
     bad = reason_contradictions("bisulco_jacobians", old, jac)
-    assert len(bad) == 1 and "blames the statistics" in bad[0] and "did not learn" in bad[0]
+    assert len(bad) == 1 and "blames the statistics" in bad[0] and PRECONDITION in bad[0]
     # a rule is no statement about the records; a sentence about the records must match them
     assert not reason_contradictions("bisulco_jacobians", "Where a model fails, the claim is inconclusive.", jac)
     learned = [r for r in rows["cao_decoder"] if not r.raw[1].startswith(PRECONDITION)]

@@ -2,6 +2,7 @@
 smoke size (config mismatch = missing), and the gpu guard."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -86,3 +87,43 @@ def test_gpu_profile_refuses_to_compute_on_a_cpu(tmp_path):
         zoo.entry(S, 0.75, 1, 0, RunOptions(profile="gpu", device="cpu", results_root=str(tmp_path)))
     assert "\n" not in str(e.value)
     assert not list(tmp_path.rglob("*.json"))  # nothing half-written
+
+
+def _entries(r09_seed0=0.9):
+    """Two seeds of three trained models and the random init, losses chosen by hand (frame of load_entries)."""
+    rows = []
+    for seed in (0, 1):
+        rows.append(
+            {"model": zoo.RANDOM_INIT, "seed": seed, "loss": 2.0, "reference_loss": 2.0, "patch_mean_loss": 1.0}
+        )
+        # r0.1 u1: the patch-mean predictor (1.0) is the better reference; r0.75 u1: the random init (0.8)
+        rows.append({"model": "r0.1 u1", "seed": seed, "loss": 0.5, "reference_loss": 2.0, "patch_mean_loss": 1.0})
+        rows.append({"model": "r0.75 u1", "seed": seed, "loss": 0.7, "reference_loss": 0.8, "patch_mean_loss": 1.0})
+        loss = r09_seed0 if seed == 0 else 0.5
+        rows.append({"model": "r0.9 u1", "seed": seed, "loss": loss, "reference_loss": 2.0, "patch_mean_loss": 1.0})
+    return pd.DataFrame(rows)
+
+
+def test_reconstruction_checks_against_the_better_reference():
+    from maelab import claims
+
+    checks = zoo.reconstruction_checks(_entries())
+    assert [c.what for c in checks] == [f"MAE {m}, masked-patch test loss" for m in ("r0.1 u1", "r0.75 u1", "r0.9 u1")]
+    assert [c.runs for c in checks] == [("seed 0", "seed 1")] * 3 and checks[0].max_ratio == pytest.approx(0.95)
+    by = {c.what.split(",")[0][4:]: c for c in checks}
+    assert by["r0.1 u1"].ratios == pytest.approx((0.5, 0.5))  # 0.5 / min(2.0, 1.0)
+    assert by["r0.75 u1"].ratios == pytest.approx((0.875, 0.875))  # 0.7 / min(0.8, 1.0)
+    assert by["r0.9 u1"].ratios == pytest.approx((0.9, 0.5)) and all(c.met for c in checks)
+    assert claims.unmet_of(*checks) == ""
+    bad = zoo.reconstruction_checks(_entries(0.96))  # 0.96 > 0.95 in seed 0
+    assert [c.met for c in bad] == [True, True, False]
+    u = claims.unmet_of(*bad)
+    assert u.startswith("MAE r0.9 u1, masked-patch test loss: loss not at most 0.95") and "run seed 0" in u
+    assert all(c.met for c in zoo.reconstruction_checks(_entries(0.96), 0.02))  # 0.96 <= 0.98
+    assert zoo.reconstruction_checks(_entries(0.95))[2].met  # exactly 1 - margin passes
+    with pytest.raises(ParameterError, match="^margin must be"):
+        zoo.reconstruction_checks(_entries(), 1.0)
+    with pytest.raises(ParameterError, match="^entries must be a table with columns"):
+        zoo.reconstruction_checks(_entries().drop(columns="patch_mean_loss"))
+    with pytest.raises(ParameterError, match="^entries must be rows of at least one trained model"):
+        zoo.reconstruction_checks(_entries().query("model == @zoo.RANDOM_INIT"))

@@ -17,6 +17,10 @@ cache so an interrupted run resumes exactly), and evaluates the frozen encoder:
 
 It returns a dict that ``maelab.store.load_or_compute`` can store (JSON values + arrays). ``spec.to_config()`` is
 the config to hash: every field that changes the result is in the spec.
+
+``workload(spec)`` (:class:`Workload`) says what such a run does in numbers -- optimiser steps and batch, online
+evaluations (``eval_every``), rank epochs, fine-tuning steps and batch, images through the encoder -- and is what the
+run configures itself from and what the cost model (:meth:`maelab.cost.PlannedRun.from_spec`) prices.
 """
 
 from __future__ import annotations
@@ -174,6 +178,126 @@ def reconstruction_loss(
     return total / max(n, 1)
 
 
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """What one :func:`pretrain_and_evaluate` run of a spec does, in numbers (:func:`workload`).
+
+    The run configures itself from it (:func:`pretrain`: batch and ``eval_every``; :func:`finetune_config`: the
+    fine-tuning batch; the rank epochs) and the cost model prices it (:meth:`maelab.cost.PlannedRun.from_spec`), so
+    the two cannot drift apart; ``tests/test_workload.py`` runs a spec and counts what it did.
+
+    Pre-training: :attr:`steps` optimiser steps at ``batch_size`` (the spec's, capped at ``n_train``); the online
+    probe is evaluated on the ``n_test`` test images after each of ``online_eval_epochs`` (every ``eval_every``
+    epochs and the last; none when the data has no labels). The trained encoder's evaluation: the effective rank of
+    the test features at ``rank_epochs`` (from weight snapshots), then :attr:`final_eval_images`. Fine-tuning:
+    :attr:`finetune_steps` at ``finetune_batch``, the test accuracy after each of its ``finetune_epochs``.
+    """
+
+    n_train: int
+    n_test: int
+    epochs: int
+    batch_size: int
+    eval_every: int
+    online_eval_epochs: tuple[int, ...]
+    rank_epochs: tuple[int, ...]
+    finetune_epochs: int
+    finetune_batch: int
+
+    @property
+    def steps(self) -> int:
+        """Pre-training optimiser steps, ``epochs * (n_train // batch_size)`` (the trainer drops incomplete batches)."""
+        return self.epochs * (self.n_train // self.batch_size)
+
+    @property
+    def finetune_steps(self) -> int:
+        """Fine-tuning optimiser steps, ``finetune_epochs * (n_train // finetune_batch)``."""
+        return self.finetune_epochs * (self.n_train // self.finetune_batch)
+
+    @property
+    def online_eval_images(self) -> int:
+        """Images through the encoder (unmasked, no grad) for the online probe's test accuracy."""
+        return len(self.online_eval_epochs) * self.n_test
+
+    @property
+    def rank_images(self) -> int:
+        """Images through the encoder for the effective ranks (the test set per rank epoch)."""
+        return len(self.rank_epochs) * self.n_test
+
+    @property
+    def final_eval_images(self) -> int:
+        """Images through the trained model after pre-training, i.e. the features of the train and test images
+        (probe, k-NN, rank) and the test reconstruction loss (a masked forward, counted as the images it reads)."""
+        return self.n_train + 2 * self.n_test
+
+    @property
+    def finetune_eval_images(self) -> int:
+        """Images through the fine-tuned encoder for its test accuracy (the test set after every epoch)."""
+        return self.finetune_epochs * self.n_test
+
+    def eval_images(self, *, final: bool = True) -> int:
+        """Every image of a no-grad forward pass of the run (``final=False``: without :attr:`final_eval_images`,
+        for a caller that evaluates the trained model itself)."""
+        return (
+            self.online_eval_images
+            + (self.final_eval_images if final else 0)
+            + self.rank_images
+            + self.finetune_eval_images
+        )
+
+
+#: The fine-tuning batch of the pipeline, capped at the training set (every stored fine-tuning result used it; the
+#: official recipe's effective batch is 1,024).
+FINETUNE_BATCH = 128
+
+
+def _finetune_batch(n_train: int) -> int:
+    return min(FINETUNE_BATCH, n_train)
+
+
+def workload(
+    spec: PretrainSpec, *, n_train: int | None = None, n_test: int | None = None, online_eval: bool = True
+) -> Workload:
+    """The :class:`Workload` of ``spec``: what :func:`pretrain_and_evaluate` does with it.
+
+    ``n_train`` / ``n_test``: the sizes of the loaded data (default: the spec's, which must then be numbers: a spec
+    with ``n_train=None`` reads the whole dataset, whose size only loading tells). ``online_eval``: whether the
+    online probe is evaluated (in the run: the data has labels)."""
+    n_tr = spec.n_train if n_train is None else n_train
+    n_te = spec.n_test if n_test is None else n_test
+    if n_tr is None or n_te is None:
+        raise ParameterError("n_train / n_test", "numbers (the spec reads a whole dataset: pass its sizes)", None)
+    positive_int("n_train", n_tr)
+    positive_int("n_test", n_te, minimum=0)
+    e = spec.epochs
+    every = max(1, e // 10)  # about ten online evaluations per run, whatever its length
+    return Workload(
+        n_train=n_tr,
+        n_test=n_te,
+        epochs=e,
+        batch_size=min(spec.batch_size, n_tr),
+        eval_every=every,
+        online_eval_epochs=tuple(d for d in range(1, e + 1) if d % every == 0 or d == e) if online_eval else (),
+        rank_epochs=rank_epochs(spec),
+        finetune_epochs=spec.finetune_epochs,
+        finetune_batch=_finetune_batch(n_tr),
+    )
+
+
+def finetune_config(spec: PretrainSpec, n_train: int, *, epochs: int | None = None) -> train.FineTuneConfig:
+    """The pipeline's fine-tuning recipe for ``spec`` on ``n_train`` images for ``epochs`` (default
+    ``spec.finetune_epochs``; > 0): batch ``Workload.finetune_batch``, ``spec.finetune_blr``, one warm-up
+    epoch, the spec's pooling and seed."""
+    epochs = positive_int("epochs", spec.finetune_epochs if epochs is None else epochs)
+    return train.FineTuneConfig(
+        epochs=epochs,
+        batch_size=_finetune_batch(positive_int("n_train", n_train)),
+        blr=spec.finetune_blr,
+        warmup_epochs=min(1, epochs),
+        pool=spec.pool,
+        seed=spec.seed,
+    )
+
+
 def rank_epochs(spec: PretrainSpec) -> tuple[int, ...]:
     """Completed epochs at which ``pretrain_and_evaluate`` measures the effective rank: 0, every ``rank_every``
     epochs and the last epoch (empty when ``rank_every == 0``)."""
@@ -208,15 +332,16 @@ def pretrain(
     dev = resolve_device(device)
     tr, te = (train_data, test_data) if train_data is not None else load_data(spec, dev, progress)
     model = build_model(spec)
+    work = workload(spec, n_train=len(tr), n_test=len(te))
     cfg = train.TrainConfig(
         epochs=spec.epochs,
-        batch_size=min(spec.batch_size, len(tr)),
+        batch_size=work.batch_size,
         blr=spec.blr,
         warmup_epochs=min(spec.warmup_epochs, spec.epochs),
         mask_ratio=spec.mask_ratio,
         seed=spec.seed,
         probe_pool=spec.pool,
-        eval_every=max(1, spec.epochs // 10),
+        eval_every=work.eval_every,
         snapshot_epochs=tuple(spec.snapshot_epochs),
         online_probe=tr.labels is not None,
     )
@@ -339,7 +464,7 @@ def pretrain_and_evaluate(
     model, res, tr, te = pretrain(
         training_spec(spec), device=str(dev), progress=progress, train_data=tr, test_data=te, caps=caps
     )
-    epochs = rank_epochs(spec)  # empty unless rank_every
+    epochs = workload(spec, n_train=len(tr), n_test=len(te)).rank_epochs  # empty unless rank_every
     ranks = [
         [e, r]
         for e, r in zip(
@@ -367,20 +492,7 @@ def pretrain_and_evaluate(
     }
     if spec.finetune_epochs:
         ft = train.fine_tune(
-            model,
-            tr,
-            te,
-            train.FineTuneConfig(
-                epochs=spec.finetune_epochs,
-                batch_size=min(128, len(tr)),
-                blr=spec.finetune_blr,
-                warmup_epochs=min(1, spec.finetune_epochs),
-                pool=spec.pool,
-                seed=spec.seed,
-            ),
-            device=str(dev),
-            progress=progress,
-            caps=caps,
+            model, tr, te, finetune_config(spec, len(tr)), device=str(dev), progress=progress, caps=caps
         )
         out["finetune_acc"] = float(ft.test_acc)
     if spec.keep_features:

@@ -19,7 +19,7 @@ patches from the original, masked ones from the prediction), the quantity the MA
   predictor of every patch's own mean (0 in the norm-pix target space, a loss of (n - 1)/n for a patch of n
   values). A reconstruction score of a model that did not beat both says nothing about what it learned. The page
   applies it as a :class:`maelab.claims.ReconstructionCheck` per model
-  (:func:`maelab.papers.kong2023.evidence.reconstruction_checks`).
+  (:func:`maelab.zoo.reconstruction_checks`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from maelab import store
+from maelab import store, zoo
 from maelab._validate import ParameterError
 from maelab.claims import LearnedCheck, verdict
 from maelab.papers.bisulco2025 import evidence as ev
@@ -203,10 +203,10 @@ def _run(spread, last_loss):
     return {"spread": np.asarray(spread, dtype=float), "loss": [1.0, last_loss]}
 
 
-def _nonlinear(mae_loss_05=0.5, ae_loss=0.1):
+def _nonlinear(mae_loss_05=0.5, ae_loss=0.1, mae_loss_01=0.5):
     by_m = {
         0.05: {0: _run([1, 1, 1], 0.5)},  # below 0.1: outside the claims, although the most local
-        0.1: {0: _run([2, 3, 4], 0.5)},
+        0.1: {0: _run([2, 3, 4], mae_loss_01)},
         0.5: {0: _run([4, 5, 6], mae_loss_05)},
         0.8: {0: _run([6, 8, 10], 0.5)},
     }
@@ -221,10 +221,7 @@ def test_nonlinear_spreads_by_hand_when_every_model_learned():
     out, checks, by_m = _nonlinear()
     assert checks["by_p"][8] is checks["by_m"][0.8] and all(c.met for c in checks["by_m"].values())
     assert checks["ae"].what == "ViT AE, m = 0, p = 8" and checks["ae"].ratios == approx((0.1,))
-    m = out["bisulco.jac_mae_spread_vs_m"]
-    assert m.x == (0.1, 0.5, 0.8) and m.y == approx((3.0, 5.0, 8.0))
-    assert m.y_err == approx((S3, S3, 2 * S3)) and m.y_n == (3, 3, 3) and not m.unmet
-    assert m.note == "p = 8; s.e. over images"
+    assert set(out) == {"bisulco.jac_mae_spread_vs_p", "bisulco.jac_mae_ae_most_local"}  # m: the zoo's row
     p = out["bisulco.jac_mae_spread_vs_p"]
     assert p.x == (4.0, 8.0, 16.0) and p.y == approx((4.0, 8.0, 10.0)) and p.y_err == approx((1.0, 2 * S3, S3))
     assert ev.claim_mask_ratios(by_m) == [0.1, 0.5, 0.8] and ev.most_local_mask_ratio(by_m) == 0.1
@@ -233,15 +230,16 @@ def test_nonlinear_spreads_by_hand_when_every_model_learned():
 
 
 def test_nonlinear_rows_carry_the_failed_reconstruction_checks():
-    out, checks, _ = _nonlinear(mae_loss_05=0.9)  # m = 0.5: 0.9 x the visible-mean loss > 0.8
-    m = out["bisulco.jac_mae_spread_vs_m"]
-    assert not checks["by_m"][0.5].met and m.unmet == checks["by_m"][0.5].unmet
-    assert "ViT MAE, m = 0.5, p = 8" in m.unmet and "ratio 0.90" in m.unmet
-    assert verdict(ROWS["bisulco.jac_mae_spread_vs_m"], m)[0] == "inconclusive"
+    out, checks, _ = _nonlinear(mae_loss_05=0.9)  # m = 0.5: 0.9 x the visible-mean loss > 0.8, in no row
+    assert not checks["by_m"][0.5].met and "ratio 0.90" in checks["by_m"][0.5].unmet
     assert not out["bisulco.jac_mae_spread_vs_p"].unmet and not out["bisulco.jac_mae_ae_most_local"].unmet
+    out, checks, _ = _nonlinear(mae_loss_01=0.9)  # the most local MAE (m = 0.1) did not learn: the AE row waits
+    d = out["bisulco.jac_mae_ae_most_local"]
+    assert d.unmet == checks["by_m"][0.1].unmet and "ViT MAE, m = 0.1, p = 8" in d.unmet
+    assert verdict(ROWS["bisulco.jac_mae_ae_most_local"], d)[0] == "inconclusive"
     out, checks, _ = _nonlinear(ae_loss=0.85)  # the AE did not learn: only the AE comparison is gated
     assert out["bisulco.jac_mae_ae_most_local"].unmet == checks["ae"].unmet != ""
-    assert not out["bisulco.jac_mae_spread_vs_m"].unmet
+    assert not out["bisulco.jac_mae_spread_vs_p"].unmet
 
 
 def test_nonlinear_pairs_per_seed_with_several_seeds():
@@ -251,9 +249,46 @@ def test_nonlinear_pairs_per_seed_with_several_seeds():
     checks = ev.reconstruction_checks(by_m, {8: by_m[0.8]}, ae, trivial, 0.8, 8)
     out = ev.nonlinear_spread_evidence(by_m, {8: by_m[0.8]}, ae, checks, 0.8, 8)
     assert out["bisulco.jac_mae_ae_most_local"].samples == approx((2.0, 2.0))  # per-seed means 3 - 1, 3 - 1
-    m = out["bisulco.jac_mae_spread_vs_m"]
-    assert m.y == approx((3.0, 8.5)) and m.y_err == approx((0.0, 0.5)) and m.y_n == (2, 2)
-    assert m.note == "p = 8; s.e. over seeds"
+    p = out["bisulco.jac_mae_spread_vs_p"]  # patch 8 only: per-seed means 8 and 9
+    assert p.y == approx((8.5,)) and p.y_err == approx((0.5,)) and p.y_n == (2,)
+    assert p.note == "m = 0.8; s.e. over seeds"
+
+
+def _zoo_frames(loss_r05_seed1=0.3):
+    """Two seeds of the zoo at ratios 0.1, 0.5, 0.9 (unit 1) with a random init, and their Jacobian spreads."""
+    spread = {0.1: (3.0, 3.4), 0.5: (4.0, 4.6), 0.9: (6.0, 5.0)}
+    entries, spreads = [], []
+    for seed in (0, 1):
+        entries.append({"model": "random init", "seed": seed, "loss": 2.0, "reference_loss": 2.0,
+                        "patch_mean_loss": 1.0})  # fmt: skip
+        for r in (0.1, 0.5, 0.9):
+            m = f"r{r:g} u1"
+            loss = loss_r05_seed1 if (r, seed) == (0.5, 1) else 0.3
+            entries.append({"model": m, "seed": seed, "loss": loss, "reference_loss": 2.0, "patch_mean_loss": 1.0})
+            spreads.append({"model": m, "ratio": r, "seed": seed, "spread": spread[r][seed], "n_images": 50})
+    spreads.append({"model": "r0.75 u2", "ratio": 0.75, "seed": 0, "spread": 99.0, "n_images": 50})  # not read
+    return pd.DataFrame(spreads), pd.DataFrame(entries)
+
+
+def test_zoo_spread_row_is_over_seeds_and_gated_by_the_zoo_check():
+    spreads, entries = _zoo_frames()
+    ev_, checks = ev.zoo_spread_evidence(spreads, entries, [0.9, 0.1, 0.5], [0, 1])
+    # sorted ratios; per ratio the mean of the two seeds' values and its s.e. |a - b| / 2
+    assert ev_.x == (0.1, 0.5, 0.9) and ev_.y == approx((3.2, 4.3, 5.5)) and ev_.y_err == approx((0.2, 0.3, 0.5))
+    assert ev_.y_n == (2, 2, 2) and not ev_.unmet and "50 test images" in ev_.note and "2 seeds" in ev_.note
+    assert [c.what for c in checks] == [f"MAE r{r:g} u1, masked-patch test loss" for r in (0.1, 0.5, 0.9)]
+    assert checks[0].ratios == approx((0.3, 0.3))  # 0.3 / min(2.0, 1.0)
+    # steps 1.1 (s.e. 0.36) and 1.2 (s.e. 0.58) with 1 degree of freedom: not significant, none the other way
+    assert verdict(ROWS["bisulco.jac_mae_spread_vs_m"], ev_)[0] == "inconclusive"
+    bad, checks = ev.zoo_spread_evidence(*_zoo_frames(0.96), [0.1, 0.5, 0.9], [0, 1])  # 0.96 > 0.95 x 1.0
+    assert bad.unmet == checks[1].unmet and "MAE r0.5 u1" in bad.unmet and "run seed 1" in bad.unmet
+    assert verdict(ROWS["bisulco.jac_mae_spread_vs_m"], bad)[1].startswith("precondition not met")
+    with pytest.raises(ParameterError, match="^spreads must be a spread for every model"):
+        ev.zoo_spread_evidence(spreads, entries, [0.1, 0.5, 0.9], [0, 1, 2])
+    with pytest.raises(ParameterError, match="^entries must be zoo entries of every model"):
+        ev.zoo_spread_evidence(spreads, entries[entries.model != "r0.5 u1"], [0.1, 0.5, 0.9], [0, 1])
+    with pytest.raises(ParameterError, match="^spreads must be a table with columns"):
+        ev.zoo_spread_evidence(spreads.drop(columns="n_images"), entries, [0.1, 0.5, 0.9], [0, 1])
 
 
 # ------------------------------------------------------------------------------------------------ bisulco_sweeps
@@ -452,10 +487,19 @@ def test_jacobians_reproduces_its_committed_claims():
     by_p = {p: runs(M0, p) for p in sorted(set(S.patch_sizes) | {P0})}
     ae = runs(0.0, P0)
     checks = ev.reconstruction_checks(by_m, by_p, ae, _load(nb, "trivial_loss")["loss"], M0, P0)
-    got = {**ev.linear_spread_evidence(nat, S), **ev.nonlinear_spread_evidence(by_m, by_p, ae, checks, M0, P0)}
+    ZS = zoo.ZooSettings.for_profile("cpu")
+    zoo_row, _ = ev.zoo_spread_evidence(
+        _load(nb, "zoo_jacobians")["spreads"], zoo.load_entries(ZS, "cpu")["entries"], ZS.mask_ratios, ZS.seeds
+    )
+    got = {
+        **ev.linear_spread_evidence(nat, S),
+        **ev.nonlinear_spread_evidence(by_m, by_p, ae, checks, M0, P0),
+        "bisulco.jac_mae_spread_vs_m": zoo_row,
+    }
     y_n = _same(got, nb)
     assert y_n["bisulco.jac_linear_spread_vs_m"] == (len(S.lin_seeds),) * len(S.lin_mask_ratios)
     assert y_n["bisulco.jac_mae_spread_vs_p"] == (S.n_images,) * len(by_p)  # one training seed: over test images
+    assert y_n["bisulco.jac_mae_spread_vs_m"] == (len(ZS.seeds),) * len(ZS.mask_ratios)  # the zoo: over seeds
 
 
 def test_sweeps_reproduces_its_committed_claims():

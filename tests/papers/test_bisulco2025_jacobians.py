@@ -101,3 +101,32 @@ def test_masked_pixel_jacobians_without_mask_and_seeded():
     simmim = models.create("simmim", "micro", img_size=16, patch_size=4, in_chans=1)
     with pytest.raises(ParameterError):
         J.masked_pixel_jacobians(simmim, x.float(), 0.5, 1)
+
+
+def test_masked_pixel_spreads_are_per_image_means_of_the_maps_radii_batch_by_batch():
+    from maelab.papers.bisulco2025 import locality as loc
+
+    model = tiny_mae()
+    x = torch.rand(3, 1, 16, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    got = loc.masked_pixel_spreads(model, x, 0.5, 2, q=0.5, seed=9, batch_size=2)
+    assert got["spread"].shape == got["baseline"].shape == (3,)
+    # by hand: the same draws (images 0-1, then image 2, from one generator), each map's radius from mass_radius
+    g = torch.Generator().manual_seed(9)
+    want_s, want_b = [], []
+    for part in (x[:2], x[2:]):
+        res = J.masked_pixel_jacobians(model, part, 0.5, 2, generator=g)
+        for i in range(part.shape[0]):
+            pix = res["pixels"][i].tolist()
+            maps = [res["jac"][i, j, 0].abs().numpy() for j in range(2)]
+            vis = res["visible"][i].numpy().astype(float)
+            want_s.append(np.mean([metrics.mass_radius(m, (r, c), 0.5) for m, (r, c) in zip(maps, pix)]))
+            want_b.append(np.mean([metrics.mass_radius(vis, (r, c), 0.5) for r, c in pix]))
+    np.testing.assert_allclose(got["spread"], want_s, rtol=1e-12)
+    np.testing.assert_allclose(got["baseline"], want_b, rtol=1e-12)
+    # one batch of 3 draws in another order (every mask, then every pixel): the batch size is part of the draws
+    one = loc.masked_pixel_spreads(model, x, 0.5, 2, q=0.5, seed=9, batch_size=3)
+    assert not np.allclose(one["spread"], got["spread"])
+    with pytest.raises(ParameterError, match="^n_pixels"):
+        loc.masked_pixel_spreads(model, x, 0.5, 0)
+    with pytest.raises(ParameterError, match="^images"):
+        loc.masked_pixel_spreads(model, x[:, 0], 0.5, 2)

@@ -139,3 +139,26 @@ def test_ablation_rows_reproduce_the_committed_evidence():
     stored = _committed_evidence("zhang_ablations")
     for cid, e in ev.items():
         assert _close(e.to_dict(), stored[cid]), cid
+
+
+def test_collapse_rows_reproduce_the_committed_evidence():
+    """Theorem 3.6's rows from the committed collapse_floor and zoo_floor records and the committed zoo."""
+    from maelab import zoo
+
+    col = store.load("zhang_mask_graph", "collapse_floor", "cpu")
+    floor = store.load("zhang_mask_graph", "zoo_floor", "cpu")
+    if col is None or floor is None:
+        pytest.skip("no committed collapse_floor / zoo_floor result")
+    ZS = zoo.ZooSettings.for_profile("cpu")
+    entries = zoo.load_entries(ZS, "cpu")["entries"]
+    learned = E.zoo_learned(entries, zoo.label(0.75, 1), ZS.seeds)
+    ev = {
+        "zhang.thm36_collapse_floor": E.collapse_floor(col["fits"]["test_loss"], float(col["var_x2"])),
+        "zhang.thm36_mae_avoids_collapse": E.zoo_collapse_avoidance(
+            entries, float(floor["var_x2"]), zoo.label(0.75, 1), ZS.seeds, learned
+        ),
+    }
+    stored = _committed_evidence("zhang_mask_graph")
+    for cid, e in ev.items():
+        assert _close(e.to_dict(), stored[cid]), cid
+    assert len(ev["zhang.thm36_mae_avoids_collapse"].samples) == len(ZS.seeds)  # one sample per training seed

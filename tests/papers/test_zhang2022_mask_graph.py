@@ -273,20 +273,51 @@ def test_sweet_spot_evidence_reads_the_dip_at_the_stated_ratio():
         sweet_spot_evidence(rhos, u[:, :3])
 
 
-def test_collapse_avoidance_is_gated_on_the_representation_not_the_loss():
-    from maelab.claims import Above, LearnedCheck, verdict
+def _zoo_entries(cls_s1=0.86, loss_s1=0.2):
+    """The frame of maelab.zoo.load_entries, two seeds: the zoo's MAE at 0.75 and the random init, by hand."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {"model": "random init", "seed": 0, "loss": 2.0, "linear_acc_cls": 0.80, "linear_acc_mean": 0.80},
+            {"model": "r0.75 u1", "seed": 0, "loss": 0.15, "linear_acc_cls": 0.90, "linear_acc_mean": 0.95},
+            {"model": "random init", "seed": 1, "loss": 2.1, "linear_acc_cls": 0.78, "linear_acc_mean": 0.79},
+            {"model": "r0.75 u1", "seed": 1, "loss": loss_s1, "linear_acc_cls": cls_s1, "linear_acc_mean": 0.93},
+        ]
+    )
+
+
+def test_zoo_collapse_avoidance_is_gated_on_the_representation_not_the_loss():
+    from maelab.claims import Above, verdict
     from maelab.papers.zhang2022 import claims as zc
-    from maelab.papers.zhang2022.evidence import collapse_avoidance as collapse_avoidance_evidence
+    from maelab.papers.zhang2022 import evidence as zev
 
     row = next(c for c in zc.CLAIMS if c.id == "zhang.thm36_mae_avoids_collapse")
-    learned = LearnedCheck("MAE", (0.9,), (0.7,))
-    idle = LearnedCheck("MAE", (0.72,), (0.7,))
-    ev = collapse_avoidance_evidence(0.3, 0.2, learned)
-    assert ev.value == pytest.approx(1 / 3) and not ev.unmet and verdict(row, ev)[0] == "supported"
-    # the same loss from a model whose representation did not move from random init: inconclusive, not support
-    assert verdict(row, collapse_avoidance_evidence(0.3, 0.2, idle))[0] == "inconclusive"
-    # a learned model above the floor: not supported (the gate does not decide the claim)
-    assert verdict(row, collapse_avoidance_evidence(0.3, 0.4, learned))[0] == "not supported"
-    assert isinstance(row.criterion, Above)
-    with pytest.raises(ParameterError, match="learned"):
-        collapse_avoidance_evidence(0.3, 0.2, None)
+    assert isinstance(row.criterion, Above) and row.criterion.threshold == 0.0
+    learned = zev.zoo_learned(_zoo_entries(), "r0.75 u1", [0, 1])  # [CLS] gains 0.10 and 0.08 > 0.05
+    assert learned.met and learned.gains == pytest.approx((0.10, 0.08)) and learned.seeds == (0, 1)
+    assert learned.what == "MAE r0.75 u1 of the shared zoo, [CLS] linear probe"
+    ev = zev.zoo_collapse_avoidance(_zoo_entries(), 0.25, "r0.75 u1", [0, 1], learned)
+    # per seed (0.25 - loss) / 0.25: (0.25 - 0.15) / 0.25 = 0.4, (0.25 - 0.2) / 0.25 = 0.2
+    assert ev.samples == pytest.approx((0.4, 0.2)) and ev.value == pytest.approx(0.3) and not ev.unmet
+    # mean 0.3, s.e. 0.1, t(0.975, 1) = 12.71: the interval straddles 0 with two seeds
+    assert verdict(row, ev)[0] == "inconclusive" and "straddles" in verdict(row, ev)[1]
+    # the same losses from an encoder whose [CLS] probe did not move (seed 1: +1 point): withheld, not decided
+    idle = zev.zoo_learned(_zoo_entries(cls_s1=0.79), "r0.75 u1", [0, 1])
+    held = zev.zoo_collapse_avoidance(_zoo_entries(cls_s1=0.79), 0.25, "r0.75 u1", [0, 1], idle)
+    assert held.samples == ev.samples and held.unmet == idle.unmet and "seed 1" in held.unmet
+    assert verdict(row, held)[1].startswith("precondition not met")
+    # a learned model above the floor in both seeds (0.3 and 0.5 > 0.25): margins -0.2 and -1.0
+    above = zev.zoo_collapse_avoidance(_zoo_entries().assign(loss=[2.0, 0.3, 2.1, 0.5]), 0.25,
+                                       "r0.75 u1", [0, 1], learned)  # fmt: skip
+    assert above.samples == pytest.approx((-0.2, -1.0))
+    mean_pool = zev.zoo_learned(_zoo_entries(), "r0.75 u1", [0, 1], pool="mean")
+    assert mean_pool.gains == pytest.approx((0.15, 0.14)) and "mean-pool" in mean_pool.what
+    with pytest.raises(ParameterError, match="^learned"):
+        zev.zoo_collapse_avoidance(_zoo_entries(), 0.25, "r0.75 u1", [0, 1], None)
+    with pytest.raises(ParameterError, match="^var_x2"):
+        zev.zoo_collapse_avoidance(_zoo_entries(), 0.0, "r0.75 u1", [0, 1], learned)
+    with pytest.raises(ParameterError, match="^entries must be one row of 'r0.75 u1' per seed"):
+        zev.zoo_learned(_zoo_entries(), "r0.75 u1", [0, 1, 2])
+    with pytest.raises(ParameterError, match="^pool"):
+        zev.zoo_learned(_zoo_entries(), "r0.75 u1", [0, 1], pool="max")

@@ -9,11 +9,11 @@ held on the device, for two epochs of ``iters`` steps; the second epoch's images
 first one warms up kernels and the allocator). Its model FLOPs per step are counted as the cost model counts them
 (:func:`maelab.cost.step_flops`), so ``flops_per_s`` is the throughput the cost model needs.
 
-The record is ``plan/gpu_calibration.gpu`` (:data:`maelab.cost.GPU_CALIBRATION`): a ``points`` table (one row per
-workload: images/s, seconds and FLOPs per step, achieved FLOP/s, the fraction of the H100's dense bf16 peak) with
-the device name and torch / CUDA versions. :func:`maelab.cost.gpu_device` reads it instead of the assumed 5 % MFU
-when it was measured on CUDA. Storing a calibration measured without CUDA under ``data/results`` is refused in one
-line (a test stores a CPU one elsewhere, where the cost model ignores it).
+The record is ``plan/gpu_calibration.gpu`` (:data:`~maelab.cost.devices.GPU_CALIBRATION`): a ``points`` table (one row
+per workload: images/s, seconds and FLOPs per step, achieved FLOP/s, the fraction of the H100's dense bf16 peak) with
+the device name and torch / CUDA versions. :func:`maelab.cost.gpu_device` reads it instead of the assumed 5 % MFU when
+it was measured on CUDA. Storing a calibration measured without CUDA under ``data/results`` is refused in one line (a
+test stores a CPU one elsewhere, where the cost model ignores it).
 """
 
 from __future__ import annotations

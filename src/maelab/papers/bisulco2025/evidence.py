@@ -26,9 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from maelab import zoo
 from maelab._validate import ParameterError
 from maelab.claims import Evidence, LearnedCheck, ReconstructionCheck, unmet_of
 from maelab.metrics import mean_sem
+from maelab.zoo import LOSS_MARGIN
 
 __all__ = [
     "mean_se",
@@ -53,6 +55,7 @@ __all__ = [
     "claim_mask_ratios",
     "most_local_mask_ratio",
     "nonlinear_spread_evidence",
+    "zoo_spread_evidence",
     # bisulco_sweeps
     "learned_check",
     "depth_checks",
@@ -370,30 +373,18 @@ def most_local_mask_ratio(by_m: Mapping) -> float:
 
 
 def nonlinear_spread_evidence(by_m: Mapping, by_p: Mapping, ae: Mapping, checks: Mapping, m0: float, p0: int):
-    """The nonlinear rows of the Jacobians page (results as for :func:`reconstruction_checks`, ``checks`` its
-    return value):
+    """The rows of the page's own nonlinear models (results as for :func:`reconstruction_checks`, ``checks`` its
+    return value; the mask-ratio row is decided on the shared zoo, :func:`zoo_spread_evidence`):
 
-    * ``bisulco.jac_mae_spread_vs_m`` / ``_vs_p``: the half-mass radius of masked-pixel Jacobians against the mask
-      ratio (:func:`claim_mask_ratios`, patch ``p0``) / the patch size (mask ratio ``m0``), mean ± s.e. and
-      ``y_n`` of :func:`seed_summary`; gated on the reconstruction check of every model in the series;
+    * ``bisulco.jac_mae_spread_vs_p``: the half-mass radius of masked-pixel Jacobians against the patch size (mask
+      ratio ``m0``), mean ± s.e. and ``y_n`` of :func:`seed_summary`; gated on the reconstruction check of every
+      model in the series;
     * ``bisulco.jac_mae_ae_most_local``: the most local MAE (:func:`most_local_mask_ratio`) minus the AE, paired per
       test image with one seed (the same images and pixels), per seed otherwise; gated on both models."""
-    claim_ms = claim_mask_ratios(by_m)
     ps = sorted(by_p)
     seeds = next(iter(by_m.values()))
     over = "images" if len(seeds) == 1 else "seeds"
-
-    def series(rows, x, note, unmet):
-        ys = [seed_summary(r) for r in rows]
-        return Evidence(
-            x=_floats(x),
-            y=tuple(y for y, _, _ in ys),
-            y_err=tuple(e for _, e, _ in ys),
-            y_n=tuple(n for _, _, n in ys),
-            note=note,
-            unmet=unmet,
-        )
-
+    ys = [seed_summary(by_p[p]) for p in ps]
     m_loc = most_local_mask_ratio(by_m)
     if len(seeds) == 1:
         (s0,) = seeds
@@ -401,14 +392,13 @@ def nonlinear_spread_evidence(by_m: Mapping, by_p: Mapping, ae: Mapping, checks:
     else:
         diff = [float(np.mean(by_m[m_loc][s]["spread"]) - np.mean(ae[s]["spread"])) for s in seeds]
     return {
-        "bisulco.jac_mae_spread_vs_m": series(
-            [by_m[m] for m in claim_ms],
-            claim_ms,
-            f"p = {p0}; s.e. over {over}",
-            unmet_of(*[checks["by_m"][m] for m in claim_ms]),
-        ),
-        "bisulco.jac_mae_spread_vs_p": series(
-            [by_p[p] for p in ps], ps, f"m = {m0}; s.e. over {over}", unmet_of(*[checks["by_p"][p] for p in ps])
+        "bisulco.jac_mae_spread_vs_p": Evidence(
+            x=_floats(ps),
+            y=tuple(y for y, _, _ in ys),
+            y_err=tuple(e for _, e, _ in ys),
+            y_n=tuple(n for _, _, n in ys),
+            note=f"m = {m0}; s.e. over {over}",
+            unmet=unmet_of(*[checks["by_p"][p] for p in ps]),
         ),
         "bisulco.jac_mae_ae_most_local": Evidence.from_samples(
             diff,
@@ -416,6 +406,38 @@ def nonlinear_spread_evidence(by_m: Mapping, by_p: Mapping, ae: Mapping, checks:
             unmet=unmet_of(checks["ae"], checks["by_m"][m_loc]),
         ),
     }
+
+
+def zoo_spread_evidence(
+    spreads: Any, entries: Any, mask_ratios: Sequence[float], seeds: Sequence[int], margin: float = LOSS_MARGIN
+) -> tuple[Evidence, tuple[ReconstructionCheck, ...]]:
+    """``bisulco.jac_mae_spread_vs_m`` on the shared zoo (:mod:`maelab.zoo`): the half-mass radius of masked-pixel
+    Jacobians of the zoo's models at masking unit 1 against their training ``mask_ratios``, each model measured at
+    its own ratio. ``spreads``: one row per (model, seed) with ``model`` (:func:`maelab.zoo.label`) and ``spread``,
+    that seed's mean over its test images (:func:`.locality.masked_pixel_spreads`), and ``n_images``; the series is
+    the mean over ``seeds`` with its s.e. over seeds (``y_n``: the seeds), so the error bars are over training runs,
+    not over images of one run.
+
+    Gate: the zoo's learning check of every model in the series (:func:`maelab.zoo.reconstruction_checks` of
+    ``entries``, the frame of :func:`maelab.zoo.load_entries`, with ``margin``) -- the pretext task, not the
+    Jacobian the row measures. Returns (evidence, checks)."""
+    _table(spreads, ("model", "seed", "spread", "n_images"), "spreads")
+    ratios = sorted(float(r) for r in mask_ratios)
+    labels, seeds = [zoo.label(r, 1) for r in ratios], [int(s) for s in seeds]
+    t = spreads[spreads.model.isin(labels) & spreads.seed.isin(seeds)]
+    if t.duplicated(["model", "seed"]).any():
+        raise ParameterError("spreads", "one row per (model, seed)", "duplicates")
+    y = t.pivot(index="seed", columns="model", values="spread").reindex(index=seeds, columns=labels)
+    if y.isna().to_numpy().any():
+        raise ParameterError("spreads", f"a spread for every model {labels} and seed {seeds}", "missing values")
+    compared = entries[entries.model.isin(labels)]
+    if set(compared.model) != set(labels):
+        raise ParameterError("entries", f"zoo entries of every model {labels}", sorted(set(compared.model)))
+    checks = zoo.reconstruction_checks(compared, margin)
+    n_img = sorted({int(n) for n in t.n_images})
+    note = f"zoo, unit 1, each model at its training ratio; per seed the mean over {'/'.join(map(str, n_img))} test "
+    note += f"images; s.e. over {len(seeds)} seeds"
+    return Evidence.from_series(ratios, y.to_numpy(), note=note, unmet=unmet_of(*checks)), checks
 
 
 # ------------------------------------------------------------------------------------------------ bisulco_sweeps

@@ -15,6 +15,9 @@ closed forms from :mod:`maelab.linear_mae`. Here:
   spread of a model that had no spatial preference at all.
 * **Profiles** (:func:`binned_profile`, :func:`mean_profile`): mean absolute weight against distance, normalised
   per map as the paper's "normalised weight" (Fig. 13C).
+* **Per image** (:func:`masked_pixel_spreads`): the spread of a trained ViT MAE's masked-pixel Jacobians and of
+  the uniform-over-visible map, each averaged over the image's output pixels -- one number per test image, the
+  measurement of the mask-ratio row on the shared zoo.
 * **The trivial predictor** (:func:`visible_mean_loss`): the reconstruction loss of filling every removed pixel
   with the mean of the image's visible pixels -- the predictor whose Jacobian is the uniform-over-visible map of
   :func:`uniform_visible_spread`; the learning precondition of the nonlinear claims
@@ -35,12 +38,15 @@ from maelab._util import blas_limit
 from maelab._validate import ParameterError, positive_int
 from maelab.options import DryRunLimits, cap
 
+from .jacobians import masked_pixel_jacobians
+
 __all__ = [
     "binned_profile",
     "central_pixels",
     "image_mean_loss",
     "linear_weights",
     "map_spread",
+    "masked_pixel_spreads",
     "mean_profile",
     "uniform_visible_spread",
     "visible_mean_loss",
@@ -105,6 +111,47 @@ def uniform_visible_spread(visible: Any, centres: Any, q: float = 0.5) -> np.nda
     if v.ndim != 3:
         raise ParameterError("visible", "an (N, H, W) 0/1 array", v.shape)
     return map_spread((v > 0).astype(np.float64), centres, q)
+
+
+def masked_pixel_spreads(
+    model,
+    images: Any,
+    mask_ratio: float,
+    n_pixels: int,
+    *,
+    q: float = 0.5,
+    seed: int = 0,
+    batch_size: int = 500,
+    caps: DryRunLimits | None = None,
+) -> dict[str, np.ndarray]:
+    """Per test image, the mean over ``n_pixels`` masked output pixels of the ``q``-mass radius of the model's
+    Jacobian (``spread``, :func:`map_spread` of :func:`~maelab.papers.bisulco2025.jacobians.masked_pixel_jacobians`,
+    channels summed) and of the uniform-over-visible map at the same pixels under the same mask (``baseline``,
+    :func:`uniform_visible_spread`): two (N,) arrays.
+
+    One mask per image, drawn at ``mask_ratio`` as the model draws them. ``images`` are taken ``batch_size`` at a
+    time (the memory of one backward pass per pixel over a batch), and masks and pixels are drawn batch after batch
+    from one CPU generator seeded with ``seed``: the numbers depend on ``batch_size`` as on ``seed``, so a stored
+    result lists both. The radius does not depend on the scale of a map, so a model trained on normalised-pixel
+    targets (the zoo) is read the same way as one trained on raw pixels. A dry run (``caps``) reads the first few
+    images (:attr:`maelab.options.DryRunLimits.eval_images`)."""
+    positive_int("n_pixels", n_pixels)
+    positive_int("batch_size", batch_size)
+    x = torch.as_tensor(images)
+    if x.ndim != 4 or x.shape[0] == 0:
+        raise ParameterError("images", "an (N, C, H, W) tensor with N >= 1", tuple(x.shape))
+    x = x[: cap(x.shape[0], caps, "eval_images")]  # a dry run: the first few images
+    g = torch.Generator().manual_seed(int(seed))
+    spread, baseline = [], []
+    for s in range(0, x.shape[0], batch_size):
+        out = masked_pixel_jacobians(model, x[s : s + batch_size], mask_ratio, n_pixels, g)
+        n = out["pixels"].shape[0]
+        maps = out["jac"].reshape(n * n_pixels, *out["jac"].shape[2:])
+        centres = out["pixels"].reshape(-1, 2).numpy()
+        visible = out["visible"].repeat_interleave(n_pixels, dim=0)
+        spread.append(map_spread(maps, centres, q).reshape(n, n_pixels).mean(axis=1))
+        baseline.append(uniform_visible_spread(visible, centres, q).reshape(n, n_pixels).mean(axis=1))
+    return {"spread": np.concatenate(spread), "baseline": np.concatenate(baseline)}
 
 
 def binned_profile(map_: Any, centre, max_r: int, where: Any = None) -> np.ndarray:

@@ -8,11 +8,11 @@ The sweeps themselves are :func:`maelab.experiments.pretrain_and_evaluate` runs;
 not measure:
 
 * :func:`step_cost` -- the cost of one pre-training step (forward + backward + AdamW update) of a spec's model:
-  floating-point operations counted by ``torch.utils.flop_counter.FlopCounterMode`` (deterministic: the attention
-  is counted through the math backend of ``scaled_dot_product_attention``, which decomposes into counted matrix
-  products) and the *minimum* over repetitions of the wall time and of the process CPU time. Wall time on a
-  shared machine is noisy; the minimum over repetitions and the CPU time are less so, and the FLOP count not at
-  all.
+  floating-point operations counted by the cost model's counting (:func:`maelab.cost.step_flops`: the flop
+  counter on a meta copy, attention through the math backend of ``scaled_dot_product_attention`` so that it is
+  counted as its matrix products; deterministic) and the *minimum* over repetitions of the wall time and of the
+  process CPU time, measured here on the real model (the page shows them). Wall time on a shared machine is
+  noisy; the minimum over repetitions and the CPU time are less so, and the FLOP count not at all.
 * :func:`snapshot_probe_accuracy` -- linear-probe accuracy (the same logistic-regression probe as
   ``pretrain_and_evaluate``) of the weights saved at ``spec.snapshot_epochs`` (Fig. 18: probe accuracy against
   pre-training epoch).
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from maelab import evaluate, experiments, metrics
+from maelab import cost, evaluate, experiments, metrics
 from maelab._util import resolve_device
 from maelab._validate import ParameterError, one_of, positive_int
 from maelab.claims import FineTuneCheck
@@ -64,46 +64,30 @@ def step_cost(
 ) -> dict:
     """Cost of one pre-training step of ``spec``'s model on a batch of random images (CPU, float32).
 
-    Returns ``flops`` (forward + backward, counted once; the optimiser update is not counted),
-    ``wall_s`` and ``cpu_s`` (minimum over ``reps`` timed steps after ``warmup`` untimed ones; ``cpu_s`` is this
-    process's CPU time, summed over its threads), ``batch_size``. The model is freshly initialised from the spec
-    (training state does not change the cost). A dry run (``caps``: its :class:`maelab.options.DryRunLimits`)
-    counts and times one step of ``train_batch`` images.
+    Returns ``flops`` (forward + backward, counted once by :func:`maelab.cost.step_flops`; the optimiser update is
+    not counted), ``wall_s`` and ``cpu_s`` (minimum over ``reps`` timed steps after ``warmup`` untimed ones;
+    ``cpu_s`` is this process's CPU time, summed over its threads), ``batch_size``. The model is freshly initialised
+    from the spec (training state does not change the cost). A dry run (``caps``: its
+    :class:`maelab.options.DryRunLimits`) counts and times one step of ``train_batch`` images.
     """
     batch_size = positive_int("batch_size", spec.batch_size if batch_size is None else batch_size)
     positive_int("reps", reps)
     positive_int("warmup", warmup, minimum=0)
     dry = caps
-    if dry is not None:  # dry run: one step on the first train_batch images of the batch, counted and timed at once
+    if dry is not None:  # dry run: one step on the first train_batch images of the batch, counted and timed once
         batch_size = min(batch_size, dry.train_batch)
+        warmup, reps = 0, 1
     model = experiments.build_model(spec).train()
+    flops = cost.step_flops(model, batch_size, mask_ratio=spec.mask_ratio).flops  # on a meta copy of the model
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     g = torch.Generator().manual_seed(spec.seed)
     x = torch.rand(batch_size, spec.channels, spec.img_size, spec.img_size, generator=g)
-    ratio = spec.mask_ratio
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    from torch.utils.flop_counter import FlopCounterMode
-
-    if dry is not None:
-        counter = FlopCounterMode(display=False)
-        w0, c0 = time.perf_counter(), time.process_time()
-        with sdpa_kernel(SDPBackend.MATH), counter:
-            _one_step(model, opt, x, ratio, g)
-        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        return {"flops": int(counter.get_total_flops()), "wall_s": wall, "cpu_s": cpu, "batch_size": batch_size}
-
-    with sdpa_kernel(SDPBackend.MATH):
-        counter = FlopCounterMode(display=False)
-        with counter:
-            out = model(x, mask_ratio=ratio, generator=g)
-            out["loss"].backward()
-    flops = int(counter.get_total_flops())
     for _ in range(warmup):
-        _one_step(model, opt, x, ratio, g)
+        _one_step(model, opt, x, spec.mask_ratio, g)
     walls, cpus = [], []
     for _ in range(reps):
         w0, c0 = time.perf_counter(), time.process_time()
-        _one_step(model, opt, x, ratio, g)
+        _one_step(model, opt, x, spec.mask_ratio, g)
         walls.append(time.perf_counter() - w0)
         cpus.append(time.process_time() - c0)
     return {"flops": flops, "wall_s": float(min(walls)), "cpu_s": float(min(cpus)), "batch_size": batch_size}

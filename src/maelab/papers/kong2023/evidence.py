@@ -8,14 +8,15 @@ row of the page (and the learning checks that gate them, which the pages show).
 
 * ``kong_theory`` (exact computations, no precondition): :func:`fig4_levels`, :func:`unit_level_trend`,
   :func:`ratio_extremes`, :func:`theorem2_rows`; all of them: :func:`theory_rows`.
-* ``kong_reconstruction`` (Fig. 5): the precondition :func:`reconstruction_checks` (one
-  :class:`maelab.claims.ReconstructionCheck` per model), the trends :func:`fig5_trend` (``Monotone`` rows: the mean
-  over seeds of each point, its standard error :func:`series_stats` and the seeds behind it, ``y_n``) and the paired
-  differences :func:`fig5_high_ratio`; all of them: :func:`reconstruction_rows`.
-* ``kong_representations`` (Tables 1-3, Figs 6-8): the precondition :func:`reconstruction_checks` of the compared
-  ``shapes`` models (the pretext task, not the level the rows measure; :func:`learned_check`, the ``unit_ratio``
-  model's class probe against its random init, is shown beside it), then per-seed paired differences between
-  encoders (:func:`paired_gap`): :func:`table1_gaps`, :func:`shape_bias_gaps`, :func:`latent_level_gaps`,
+* ``kong_reconstruction`` (Fig. 5): the precondition :func:`maelab.zoo.reconstruction_checks` (one
+  :class:`maelab.claims.ReconstructionCheck` per model, with the page's ``loss_margin``), the trends
+  :func:`fig5_trend` (``Monotone`` rows: the mean over seeds of each point, its standard error :func:`series_stats`
+  and the seeds behind it, ``y_n``) and the paired differences :func:`fig5_high_ratio`; all of them:
+  :func:`reconstruction_rows`.
+* ``kong_representations`` (Tables 1-3, Figs 6-8): the precondition :func:`maelab.zoo.reconstruction_checks` of the
+  compared ``shapes`` models (the pretext task, not the level the rows measure; :func:`learned_check`, the
+  ``unit_ratio`` model's class probe against its random init, is shown beside it), then per-seed paired differences
+  between encoders (:func:`paired_gap`): :func:`table1_gaps`, :func:`shape_bias_gaps`, :func:`latent_level_gaps`,
   :func:`attention_gap`, :func:`token_gap`; all of them: :func:`representation_rows`.
 
 Tables are the pages' stored pandas DataFrames: the ``table`` of :func:`.theory.sweep` and of
@@ -31,6 +32,7 @@ import numpy as np
 
 from ..._validate import ParameterError, one_of
 from ...claims import Evidence, LearnedCheck, ReconstructionCheck, unmet_of
+from ...zoo import reconstruction_checks
 from . import theory as th
 from . import zoo
 from .representations import LOW_LEVEL_CONTINUOUS
@@ -43,7 +45,6 @@ __all__ = [
     "ratio_extremes",
     "theorem2_rows",
     "theory_rows",
-    "reconstruction_checks",
     "fig5_trend",
     "fig5_high_ratio",
     "reconstruction_rows",
@@ -159,39 +160,6 @@ def _trained(scores):
     return scores[scores.model != RANDOM_INIT]
 
 
-def reconstruction_checks(scores, margin: float) -> tuple[ReconstructionCheck, ...]:
-    """The precondition of every Fig.-5 row: one :class:`maelab.claims.ReconstructionCheck` per trained model
-    (runs: its seeds), met when in every seed the model's masked-patch test loss (``loss``, its own objective under
-    its own masking) is at most ``1 - margin`` times the smaller of the same architecture's loss at random
-    initialisation (``reference_loss``) and the loss of predicting every patch's own mean (``patch_mean_loss``),
-    under the same masks (:func:`maelab.reconstruction.masked_patch_losses`).
-
-    The page's own rule (``loss_margin``, 5 %; see ``KongReconstructionSettings``), not the book's
-    :data:`maelab.claims.RECON_MAX_RATIO` (0.8): the same idea -- the loss must be a stated fraction of a trivial
-    predictor's -- with the page's stated fraction, fixed before the shared zoo was trained. One difference from
-    the former ``learned_to_reconstruct`` (deleted): a ratio exactly equal to ``1 - margin`` now passes (``<=``
-    instead of ``<``), the engine's convention."""
-    one = _trained(scores)
-    _need(one, ["loss", "reference_loss", "patch_mean_loss"], "scores")
-    if one.empty:
-        raise ParameterError("scores", "rows of at least one trained model", "only random-init rows")
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 1:
-        raise ParameterError("margin", "a number in [0, 1) (0.05: a 5 % drop)", margin)
-    checks = []
-    for model, g in one.groupby("model", sort=False):
-        checks.append(
-            ReconstructionCheck(
-                what=f"MAE {model}, masked-patch test loss",
-                loss=tuple(g.loss),
-                reference=tuple(np.minimum(g.reference_loss, g.patch_mean_loss)),
-                runs=tuple(f"seed {s}" for s in g.seed),
-                reference_name="the better of random init and the patch-mean predictor",
-                max_ratio=1 - margin,
-            )
-        )
-    return tuple(checks)
-
-
 def fig5_trend(
     scores, metric: str, along: str, xs: Sequence[float], *, unit_ratio: float = 0.75, note: str = "", unmet: str = ""
 ) -> Evidence:
@@ -226,8 +194,8 @@ def fig5_high_ratio(scores, metric: str, high: float, mid: float, *, note: str =
 
 def reconstruction_rows(scores, settings) -> tuple[dict[str, Evidence], tuple[ReconstructionCheck, ...]]:
     """Every claim row of ``kong_reconstruction`` from the scores of all its seeds (``settings``: a
-    ``KongReconstructionSettings``), each gated by :func:`reconstruction_checks`; returns (rows, checks). The FSIM
-    row is left out where the scores have no FSIM (``fsim=False``)."""
+    ``KongReconstructionSettings``), each gated by :func:`maelab.zoo.reconstruction_checks` with the page's
+    ``loss_margin``; returns (rows, checks). The FSIM row is left out where the scores have no FSIM (``fsim=False``)."""
     S = settings
     checks = reconstruction_checks(scores, S.loss_margin)
     unmet = unmet_of(*checks)
@@ -359,7 +327,8 @@ def representation_rows(rows, settings) -> tuple[dict[str, Evidence], tuple[Reco
     the intermediate ratios of the latent-level row are those in [0.5, 0.9) (the claim's {0.5, 0.75}).
 
     The gate is the pretext task, never the level the rows measure (issue 26: a claim about *which* latents the
-    encoder holds must not condition on how well it holds the class): :func:`reconstruction_checks` of every model
+    encoder holds must not condition on how well it holds the class): :func:`maelab.zoo.reconstruction_checks` of every
+    model
     the rows compare (the extremes, ``unit_ratio`` and the intermediate ratios, unit 1) with
     ``settings.loss_margin``, from the ``loss``, ``reference_loss`` and ``patch_mean_loss`` columns of ``rows``.
     The class probe against random init (:func:`learned_check`) is shown by the page beside it, not used as a gate:
@@ -393,8 +362,8 @@ def zoo_representation_rows(
     because on digits most tokens are background).
 
     The gate is the pretext task, not the probe the rows measure (a level claim must not condition on the level):
-    :func:`reconstruction_checks` of the compared models (lowest ratio, ``unit_ratio``, highest ratio, unit 1)
-    against random init and the patch-mean predictor with ``loss_margin``. ``entries``: the zoo's entries frame
+    :func:`maelab.zoo.reconstruction_checks` of the compared models (lowest ratio, ``unit_ratio``, highest ratio,
+    unit 1) against random init and the patch-mean predictor with ``loss_margin``. ``entries``: the zoo's entries frame
     (:func:`maelab.zoo.load_entries`); ``marks``: one row per (model, seed) with ``attn_mass`` and
     ``token_balanced_acc`` (:func:`.representations.ink_silhouette_row`)."""
     lab = [f"r{r:g} u1" for r in (min(mask_ratios), unit_ratio, max(mask_ratios))]

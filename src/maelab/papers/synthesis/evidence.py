@@ -3,9 +3,8 @@ page's geometry measurements (:func:`maelab.papers.synthesis.geometry.geometry_r
 
 Every row is gated by the pretext task, never by the quantity it measures: each model the row compares must pass
 the reconstruction check of the Kong page (its masked-patch test loss at most ``1 - loss_margin`` times the better
-of random init and the patch-mean predictor, every seed;
-:func:`maelab.papers.kong2023.evidence.reconstruction_checks`). Series rows (``Monotone``) take the per-seed
-values at each ratio (unit 1), paired rows the per-seed differences."""
+of random init and the patch-mean predictor, every seed; :func:`maelab.zoo.reconstruction_checks`). Series rows
+(``Monotone``) take the per-seed values at each ratio (unit 1), paired rows the per-seed differences."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from scipy import stats
 
 from ..._validate import ParameterError
 from ...claims import Evidence, ReconstructionCheck, unmet_of
-from ..kong2023.evidence import reconstruction_checks
+from ...zoo import reconstruction_checks
 
 __all__ = ["per_seed", "synthesis_rows"]
 

@@ -107,8 +107,10 @@ CLAIMS: list[Claim] = [
         criterion=Above(0.0),
         notebook="zhang_mask_graph",
         kind="trained",
-        measure="(Var(x2) - test loss of a micro MAE pre-trained at rho = 0.75) / Var(x2), mnist10k; counts only "
-        "where that MAE's [CLS] probe beats its random init by the learning margin (maelab.claims.LearnedCheck)",
+        measure="per seed: (Var(x2) - masked-patch test loss of the shared zoo's MAE at rho = 0.75, masking unit 1) / "
+        "Var(x2), Var(x2) the loss of the per-position mean target on the same test images (maelab.zoo: MNIST, "
+        "norm_pix targets); counts only where that MAE's [CLS] probe beats the zoo's random init of its seed by the "
+        "learning margin in every seed (maelab.claims.LearnedCheck)",
     ),
     # ---- zhang_umae ----
     *(

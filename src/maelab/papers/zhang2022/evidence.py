@@ -5,7 +5,8 @@
 where rows are gated on a model having learned, the :class:`maelab.claims.LearnedCheck` the page shows.
 
 * ``zhang_mask_graph``: :func:`distance_trends` (Fig. 2b), :func:`sweet_spot` (Fig. 2c), :func:`graph_trends`
-  (Thm. 4.2), :func:`collapse_floor` and :func:`collapse_avoidance` (Thm. 3.6 and the remark after it);
+  (Thm. 4.2), :func:`collapse_floor` (Thm. 3.6) and, on the shared zoo (:mod:`maelab.zoo`), :func:`zoo_learned`
+  and :func:`zoo_collapse_avoidance` (the remark after it);
 * ``zhang_umae``: :func:`umae_rows` (Table 1, Figs. 1b, 1c, 3b, per dataset);
 * ``zhang_ablations``: :func:`ablation_rows` (Tables 2-3, §3.2) and :func:`effective_lambda_rows` (Table 1 at the
   official code's effective lambda).
@@ -18,7 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from maelab._validate import ParameterError
+from maelab import zoo
+from maelab._validate import ParameterError, one_of
 from maelab.claims import Evidence, LearnedCheck
 
 from . import ablations as abl
@@ -29,8 +31,9 @@ __all__ = [
     "sweet_spot",
     "graph_trends",
     "collapse_floor",
-    "collapse_avoidance",
     "mae_learned",
+    "zoo_learned",
+    "zoo_collapse_avoidance",
     "learned_by_seed",
     "umae_rows",
     "ablation_rows",
@@ -99,22 +102,54 @@ def collapse_floor(test_losses, var_x2: float) -> Evidence:
 
 
 def mae_learned(what: str, probe: dict, seed: int) -> LearnedCheck:
-    """The gate of :func:`collapse_avoidance`: the pre-trained MAE's [CLS] probe (``probe["trained"]``) against the
-    same encoder at random initialisation (``probe["random_init"]``), one run (``seed``)."""
+    """The learning check of the page's own pre-trained MAE (the contrast run of Theorem 3.6): its [CLS] probe
+    (``probe["trained"]``) against the same encoder at random initialisation (``probe["random_init"]``), one run
+    (``seed``)."""
     return LearnedCheck(what, (float(probe["trained"]),), (float(probe["random_init"]),), seeds=(seed,))
 
 
-def collapse_avoidance(var_x2: float, mae_loss: float, learned: LearnedCheck) -> Evidence:
-    """ "MAE training does not end in full collapse" (after Thm. 3.6): the margin of the trained MAE's test loss below
-    the collapse floor, ``(Var(x2) - loss) / Var(x2)``, gated by ``learned`` (the same MAE's [CLS] probe against its
-    random initialisation). The gate reads the representation, not the loss the claim measures: a model that learned
-    nothing says nothing about where training ends, and a gate on the loss itself (e.g. "beats the best constant
-    patch", whose loss is above the floor) would decide the claim."""
+def _zoo_values(entries, model: str, column: str, seeds: Sequence[int]) -> tuple[float, ...]:
+    """``column`` of zoo ``model`` per seed, in ``seeds`` order, from the frame of :func:`maelab.zoo.load_entries`."""
+    if column not in getattr(entries, "columns", ()) or "model" not in entries.columns:
+        raise ParameterError("entries", f"a zoo entries table with columns model, seed, {column}", "missing columns")
+    t = entries[entries.model == model].set_index("seed")[column]
+    missing = [s for s in seeds if s not in t.index]
+    if missing or t.index.duplicated().any() or not len(seeds):
+        raise ParameterError("entries", f"one row of {model!r} per seed {list(seeds)}", missing or "duplicates")
+    return tuple(float(t[s]) for s in seeds)
+
+
+def zoo_learned(entries, model: str, seeds: Sequence[int], pool: str = "cls") -> LearnedCheck:
+    """The learning check of zoo model ``model`` (:func:`maelab.zoo.label`, e.g. ``"r0.75 u1"``): its linear probe
+    (``pool`` "cls": ``linear_acc_cls``, "mean": ``linear_acc_mean``) against the zoo's random-init encoder of the
+    same seed, every seed of ``seeds`` (:data:`maelab.claims.LEARNED_MARGIN`). ``entries``: the frame of
+    :func:`maelab.zoo.load_entries`."""
+    one_of("pool", pool, ("cls", "mean"))
+    col, name = f"linear_acc_{pool}", {"cls": "[CLS]", "mean": "mean-pool"}[pool]
+    seeds = [int(s) for s in seeds]
+    return LearnedCheck(
+        f"MAE {model} of the shared zoo, {name} linear probe",
+        _zoo_values(entries, model, col, seeds),
+        _zoo_values(entries, zoo.RANDOM_INIT, col, seeds),
+        seeds=tuple(seeds),
+    )
+
+
+def zoo_collapse_avoidance(entries, var_x2: float, model: str, seeds: Sequence[int], learned: LearnedCheck) -> Evidence:
+    """ "MAE training does not end in full collapse" (after Thm. 3.6) on the shared zoo: per seed, the margin of zoo
+    model ``model``'s masked-patch test loss (``loss``) below the collapse floor, ``(Var(x2) - loss) / Var(x2)``;
+    ``var_x2``: the floor in the zoo's own loss (:func:`.mask_graph.masked_target_variance` of the zoo's targets on
+    the images the loss is measured on). Gated by ``learned`` (:func:`zoo_learned`): the gate reads the
+    representation, not the loss the claim measures -- a model that learned nothing says nothing about where
+    training ends, and a gate on the loss itself (e.g. the zoo's reconstruction check, whose patch-mean reference
+    lies above the floor) would decide the claim."""
     if not isinstance(learned, LearnedCheck):
-        raise ParameterError("learned", "a maelab.claims.LearnedCheck of the pre-trained MAE", type(learned).__name__)
-    if not (math.isfinite(var_x2) and var_x2 > 0 and math.isfinite(mae_loss)):
-        raise ParameterError("var_x2", "a finite variance > 0 and a finite loss", (var_x2, mae_loss))
-    return Evidence(value=(var_x2 - mae_loss) / var_x2, note="one pre-training run, rho = 0.75", unmet=learned.unmet)
+        raise ParameterError("learned", "a maelab.claims.LearnedCheck of the zoo model", type(learned).__name__)
+    if not (isinstance(var_x2, (int, float)) and math.isfinite(var_x2) and var_x2 > 0):
+        raise ParameterError("var_x2", "a finite variance > 0", var_x2)
+    seeds = [int(s) for s in seeds]
+    gaps = [(var_x2 - v) / var_x2 for v in _zoo_values(entries, model, "loss", seeds)]
+    return Evidence.from_samples(gaps, note=f"{model} of the shared zoo, per seed {seeds}", unmet=learned.unmet)
 
 
 # ------------------------------------------------------------------------------------------------ zhang_umae

@@ -40,7 +40,8 @@ class ZhangMaskGraphSettings(NotebookSettings):
     inter-class image pairs per seed, ``n_mask_draws`` sampled masks per pair and rho. Exact graphs:
     ``graph_side`` x ``graph_side`` images over 3 symbols (``graph_noise``, ``graph_texture``), residual sums for
     ``ks``, the claim at ``claim_k``. Theorem 3.6: a micro MAE on mnist10k, collapsed decoders trained
-    ``collapse_steps`` steps per (mask ratio, seed), a normal MAE ``mae_epochs`` epochs.
+    ``collapse_steps`` steps per (mask ratio, seed), a normal MAE ``mae_epochs`` epochs (the contrast run: the row
+    on the remark after Theorem 3.6 reads the shared zoo, :mod:`maelab.zoo`, whose settings are the zoo's).
 
     gpu: the trained parts (collapsed decoders, the micro MAE) are 7 min on one H100 by the cost model
     (``python -m maelab.book plan --profile gpu``: 4,000 steps x 4 mask ratios x 5 seeds, MAE 200 epochs); Fig.

@@ -188,22 +188,8 @@ def evaluate_run(
     ]
     row["finetune_acc"] = None
     if finetune_epochs:
-        ft = train.fine_tune(
-            model,
-            tr,
-            te,
-            train.FineTuneConfig(
-                epochs=finetune_epochs,
-                batch_size=min(128, len(tr)),
-                blr=spec.finetune_blr,
-                warmup_epochs=min(1, finetune_epochs),
-                pool=spec.pool,
-                seed=spec.seed,
-            ),
-            device=str(dev),
-            progress=progress,
-            caps=caps,
-        )
+        cfg = experiments.finetune_config(spec, len(tr), epochs=finetune_epochs)  # the pipeline's recipe
+        ft = train.fine_tune(model, tr, te, cfg, device=str(dev), progress=progress, caps=caps)
         row["finetune_acc"] = float(ft.test_acc)
     return {
         "row": row,
