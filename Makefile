@@ -45,7 +45,7 @@ lint: venv
 	$(PY) -m ruff format --check $(LINTED)
 
 test: venv chromium lint
-	MAELAB_PROGRESS=0 $(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 mathjax:
 	./scripts/vendor_mathjax.sh

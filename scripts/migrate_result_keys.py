@@ -9,8 +9,9 @@ requests, so that executing the book recomputes nothing.
 How (nothing is computed):
 
 1. Every notebook is executed, with each non-smoke profile that has committed records, through the book runner
-   with ``MAELAB_NO_COMPUTE=record``: where a stored record's key differs from the request, the store appends the
-   request (new config and hash) to a log and returns the stored record instead of computing.
+   with the run option ``no_compute="record"`` (:class:`maelab.options.RunOptions`): where a stored record's key
+   differs from the request, the store appends the request (new config and hash) to a log and returns the stored
+   record instead of computing.
 2. Each logged request is checked against the stored record, which is re-keyed only if
    (a) its config's ``profile`` equals the request's;
    (b) every other key of its config except ``settings`` is in the request with the same value (the new code only
@@ -38,13 +39,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
 
 from maelab import book, papers, profiles, store
 from maelab._util import atomic_path
+from maelab.options import RunOptions
 
 REASON = (
     "a result hashes only the settings it reads (before: the notebook's whole settings dict was part of every config)"
@@ -63,18 +64,9 @@ def committed_runs(root: Path) -> list[tuple[str, str]]:
 
 def record_requests(runs: list[tuple[str, str]], log: Path, out_dir: Path) -> list[dict]:
     """Execute the notebooks in record mode; return the logged requests whose key differs from the stored one."""
-    old = {k: os.environ.get(k) for k in (store.NO_COMPUTE_ENV, "MAELAB_NO_COMPUTE_LOG")}
-    os.environ[store.NO_COMPUTE_ENV] = "record"
-    os.environ["MAELAB_NO_COMPUTE_LOG"] = str(log)
-    try:
-        for notebook, prof in runs:
-            book.run(prof, only=[notebook], out_dir=out_dir)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    for notebook, prof in runs:
+        options = RunOptions(profile=prof, no_compute="record", no_compute_log=str(log))
+        book.run(options, only=[notebook], out_dir=out_dir)
     lines = log.read_text().splitlines() if log.exists() else []
     return list({r["path"]: r for r in map(json.loads, lines)}.values())  # one request per record
 

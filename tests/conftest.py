@@ -1,6 +1,5 @@
 """Fixtures shared by several test modules."""
 
-import os
 import shutil
 
 import pytest
@@ -51,15 +50,6 @@ def committed_book(tmp_path_factory):
     results = tmp / "results"
     shutil.copytree(committed, results)
     before, mtimes = _files(results), {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")}
-    saved = {k: os.environ.get(k) for k in ("MAELAB_RESULTS_DIR", store.NO_COMPUTE_ENV)}
-    os.environ.update({"MAELAB_RESULTS_DIR": str(results), store.NO_COMPUTE_ENV: "1"})
-    try:
-        book.run(profile="auto", out_dir=tmp / "executed")
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    book.run(book.RunOptions(profile="auto", results_root=str(results), no_compute="on"), out_dir=tmp / "executed")
     assert {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")} == mtimes, "the run wrote into data/results"
     return tmp / "executed", results, before, _files(results)

@@ -2,7 +2,6 @@
 parameter injected through papermill fails with one line, the book builds strictly, and headless Chromium sees
 typeset maths on the built pages."""
 
-import os
 import re
 import shutil
 import subprocess
@@ -25,15 +24,7 @@ def smoke_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("smoke")
     committed = ROOT / "data" / "results"
     before = _snapshot(committed)
-    old = os.environ.get("MAELAB_RESULTS_DIR")
-    os.environ["MAELAB_RESULTS_DIR"] = str(tmp / "results")
-    try:
-        outs = book.run(profile="smoke", out_dir=tmp / "executed")
-    finally:
-        if old is None:
-            os.environ.pop("MAELAB_RESULTS_DIR", None)
-        else:
-            os.environ["MAELAB_RESULTS_DIR"] = old
+    outs = book.run(book.RunOptions(profile="smoke", results_root=str(tmp / "results")), out_dir=tmp / "executed")
     assert _snapshot(committed) == before, "a smoke run wrote into data/results"
     return tmp, outs
 
@@ -48,7 +39,9 @@ def test_every_notebook_executes_with_smoke(smoke_run):
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert "parameters" in code[0].metadata.get("tags", []), f"{p.stem}: first code cell is not `parameters`"
         assert "injected-parameters" in code[1].metadata.get("tags", []), p.stem
-        assert 'profile = "smoke"' in code[1].source
+        assert code[1].source.startswith('# Parameters\nrun_options = {"profile": "smoke", ') and (
+            str(tmp / "results") in code[1].source
+        )  # the one papermill parameter: the run options
         assert code[2].metadata.get("tags") == ["injected-registry", "remove-cell"], p.stem  # the paper registry
         errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors, f"{p.stem}: {errors[0]['ename']}"
@@ -57,35 +50,26 @@ def test_every_notebook_executes_with_smoke(smoke_run):
     assert r is not None and set(r["claims"]) >= {"bisulco.eq19_21_sinc", "bisulco.fig22_grating_zeros"}
 
 
-def test_scoreboard_reads_stored_evidence(smoke_run, monkeypatch):
+def test_scoreboard_reads_stored_evidence(smoke_run):
     tmp, _ = smoke_run
-    monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp / "results"))
-    board = book.collect_claims().set_index("id")
+    board = book.collect_claims(root=tmp / "results").set_index("id")
     assert board.loc["bisulco.eq19_21_sinc", "verdict"] == "identity"  # holds by construction: shown, not support
     assert board.loc["bisulco.eq19_as_printed", "verdict"] == "not supported"
     assert board.loc["bisulco.eq19_21_sinc", "profile"] == "smoke"
 
 
-@pytest.mark.parametrize(
-    "params, cell, expected",
-    [
-        # the profile is first read by the findings cell (the first after the parameters and the registry cell)
-        (
-            {"profile": "huge"},
-            '4 (execution count 4, `from maelab import book; book.show_findings("masking", ',
-            "ParameterError: profile must be one of 'smoke', 'cpu', 'gpu'; got 'huge'",
-        ),
-        (
-            {"profile": "smoke", "mask_ratio": 1.5},
-            "5 (execution count 5, `import numpy as np`): ",
-            "ParameterError: mask_ratio must be a number in (0.0, 1.0); got 1.5",
-        ),
-    ],
-)
-def test_bad_parameter_injected_by_papermill_fails_in_one_line(tmp_path, monkeypatch, params, cell, expected):
-    monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path / "results"))
+def test_bad_parameter_injected_by_papermill_fails_in_one_line(tmp_path):
+    options = book.RunOptions(profile="smoke", results_root=str(tmp_path / "results"))
+    # a bad run option never reaches a kernel: the options are checked when made, before papermill starts
+    with pytest.raises(book.ParameterError, match="^profile must be one of 'smoke', 'cpu', 'gpu'"):
+        book.run_notebook("masking", "huge", tmp_path)
+    with pytest.raises(book.ParameterError, match="^profile must be one of 'smoke', 'cpu', 'gpu'; got 'auto'$"):
+        book.run_notebook("masking", options.replace(profile="auto"), tmp_path)  # the runner resolves "auto"
+    assert not list(tmp_path.iterdir())
+    cell = "5 (execution count 5, `import numpy as np`): "
+    expected = "ParameterError: mask_ratio must be a number in (0.0, 1.0); got 1.5"
     with pytest.raises(book.NotebookFailed) as e:
-        book.run_notebook("masking", params.pop("profile"), tmp_path, extra=params)
+        book.run_notebook("masking", options, tmp_path, extra={"mask_ratio": 1.5})
     msg = str(e.value)
     assert "\n" not in msg
     # the cell is named: papermill's index (markdown cells count), its execution count and first line

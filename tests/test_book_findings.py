@@ -70,9 +70,14 @@ def _parse(html: str) -> _Table:
     return p
 
 
-def _store_claims(values: dict[str, float], profile: str = "cpu"):
+def _options(root: Path, profile: str = "cpu") -> dict:
+    """The ``run_options`` parameter of a page run with ``profile`` and the results folder ``root``."""
+    return book.RunOptions(profile=profile, results_root=str(root)).to_param()
+
+
+def _store_claims(values: dict[str, float], root: Path, profile: str = "cpu"):
     """Run the masking page's claims step for ``values`` (claim id -> value), as a notebook would."""
-    ctx = book.setup("masking", profile=profile)
+    ctx = book.setup("masking", _options(root, profile))
     res = ctx.load_or_compute("identity_1d", {"n": 3}, lambda: {"err": 1.0})
     for cid, v in values.items():
         ctx.claim(cid, Evidence(value=v), res)
@@ -81,7 +86,6 @@ def _store_claims(values: dict[str, float], profile: str = "cpu"):
 
 @pytest.fixture
 def results(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setattr("maelab.book.render._FINDINGS_VIEWS", {})
     return tmp_path / "results"
 
@@ -95,8 +99,8 @@ def _verdicts(html: str) -> dict[str, tuple[str, str]]:
 
 
 def test_findings_box_shows_stored_verdicts_with_badges_and_section_links(results):
-    _store_claims({"bisulco.eq19_as_printed": 1.24, "bisulco.eq19_21_sinc": 0.0}).finish()
-    html = book.findings("masking", "cpu")._repr_html_()
+    _store_claims({"bisulco.eq19_as_printed": 1.24, "bisulco.eq19_21_sinc": 0.0}, results).finish()
+    html = book.findings("masking", "cpu", root=results)._repr_html_()
     got = _verdicts(html)
     assert got == {
         "bisulco.eq19_21_sinc": ("0", "identity"),  # holds by construction: shown apart, not as support
@@ -112,15 +116,15 @@ def test_findings_box_shows_stored_verdicts_with_badges_and_section_links(result
     assert set(p.links) == {"#the-dft-of-a-mask-eq-1521", "#masked-photographs-in-the-fourier-domain-fig-22"}
     assert "profile cpu" in p.text and "stored claims record" in p.text
     # another profile has no record: nothing is borrowed from cpu
-    assert set(v for _, v in _verdicts(book.findings("masking", "smoke")._repr_html_()).values()) == {
+    assert set(v for _, v in _verdicts(book.findings("masking", "smoke", root=results)._repr_html_()).values()) == {
         "not yet measured"
     }
 
 
 def test_findings_box_shows_record_error_for_a_tampered_record(results):
-    rec = _store_claims({"bisulco.eq19_as_printed": 1.24}).finish()
+    rec = _store_claims({"bisulco.eq19_as_printed": 1.24}, results).finish()
     rec.path.write_text(rec.path.read_text().replace("1.24", "1e-12"))  # would flip the verdict to supported
-    html = book.findings("masking")._repr_html_()
+    html = book.findings("masking", root=results)._repr_html_()
     assert {v for _, v in _verdicts(html).values()} == {"record error"}
     p = _parse(html)
     assert ("record error", "background:#6a3d9a;color:#ffffff") in p.badges
@@ -146,11 +150,11 @@ def test_show_findings_is_redrawn_with_this_runs_verdicts_by_finish(results, mon
         return handles[-1]
 
     monkeypatch.setattr(IPython.display, "display", fake_display)
-    _store_claims({"bisulco.eq19_as_printed": 0.0}).finish()  # the previous run: supported
-    book.show_findings("masking", "cpu")
+    _store_claims({"bisulco.eq19_as_printed": 0.0}, results).finish()  # the previous run: supported
+    book.show_findings("masking", _options(results))  # what the page's findings cell passes: its run_options
     first = handles[0].shown[0]._repr_html_()
     assert _verdicts(first)["bisulco.eq19_as_printed"][1] == "supported" and "before this run" in first
-    ctx = _store_claims({"bisulco.eq19_as_printed": 1.24})  # this run measures 1.24
+    ctx = _store_claims({"bisulco.eq19_as_printed": 1.24}, results)  # this run measures 1.24
     assert len(handles[0].shown) == 1  # nothing redrawn before finish
     with pytest.warns(book.EvidenceChanged):  # same source, other evidence: said in one line, then rewritten
         ctx.finish()
@@ -158,6 +162,8 @@ def test_show_findings_is_redrawn_with_this_runs_verdicts_by_finish(results, mon
     assert _verdicts(last)["bisulco.eq19_as_printed"] == ("1.24", "not supported") and "of this run" in last
     with pytest.raises(ParameterError, match="^profile must be one of 'smoke', 'cpu', 'gpu'; got 'huge'$"):
         book.show_findings("masking", "huge")
+    with pytest.raises(ParameterError, match="^profile must be one of 'smoke', 'cpu', 'gpu'; got 'auto'$"):
+        book.show_findings("masking", {"profile": "auto"})  # the runner's choice, never a page's
     with pytest.raises(ParameterError, match="^notebook must be one of .*; got 'nope'$"):
         book.findings("nope")
 
@@ -168,11 +174,13 @@ def test_executed_page_shows_this_runs_verdicts_in_its_first_output(results, tmp
 
     from maelab.papers import BOOTSTRAP
 
-    _store_claims({"bisulco.eq19_as_printed": 0.0}).finish()  # stored before: supported
+    _store_claims({"bisulco.eq19_as_printed": 0.0}, results).finish()  # stored before: supported
+    opts = _options(results)
     cells = [  # the kernel installs the paper registry first, as the runner's injected cell does
-        BOOTSTRAP + "\nfrom maelab import book; book.show_findings('masking', 'cpu')",
+        f"run_options = {opts!r}",
+        BOOTSTRAP + "\nfrom maelab import book; book.show_findings('masking', run_options)",
         "from maelab.claims import Evidence\n"
-        "ctx = book.setup('masking', profile='cpu')\n"
+        "ctx = book.setup('masking', run_options)\n"
         "res = ctx.load_or_compute('identity_1d', {'n': 3}, lambda: {'err': 1.0})\n"
         "_ = ctx.claim('bisulco.eq19_as_printed', Evidence(value=1.24), res)",
         "_ = ctx.finish()",
@@ -180,12 +188,12 @@ def test_executed_page_shows_this_runs_verdicts_in_its_first_output(results, tmp
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    outs = nb.cells[0].outputs
+    outs = nb.cells[1].outputs
     assert len(outs) == 1 and outs[0]["output_type"] == "display_data"
     html = outs[0]["data"]["text/html"]
     assert _verdicts(html)["bisulco.eq19_as_printed"] == ("1.24", "not supported") and "of this run" in html
     # the other cells display nothing (the finish cell may warn that the evidence changed, on stderr)
-    assert all(o["output_type"] == "stream" for c in nb.cells[1:] for o in c.outputs)
+    assert all(o["output_type"] == "stream" for c in nb.cells[2:] for o in c.outputs)
 
 
 def _board() -> pd.DataFrame:
@@ -324,7 +332,7 @@ def test_every_notebook_with_claims_opens_with_its_findings_cell():
             continue  # claims of a notebook not written yet ("not yet measured")
         code = [c for c in jupytext.read(root / "notebooks" / f"{name}.md").cells if c.cell_type == "code"]
         assert "parameters" in code[0].metadata.get("tags", []), name
-        assert f'book.show_findings("{name}", profile)' in code[1].source, name
+        assert f'book.show_findings("{name}", run_options)' in code[1].source, name
         assert "remove-input" in code[1].metadata.get("tags", []), name
         assert any("ctx.finish()" in c.source for c in code[2:]), name
 
@@ -362,12 +370,11 @@ def test_only_pages_of_the_book_are_linked(tmp_path):
     assert not toc.in_toc("kong_theory", tmp_path) and not toc.in_toc("zhang", tmp_path)
 
 
-def test_context_read_takes_another_notebooks_result_and_never_computes(tmp_path, monkeypatch):
+def test_context_read_takes_another_notebooks_result_and_never_computes(tmp_path):
     from maelab import store
 
-    monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path))
     config = {"what": "x", "n": 3}
-    ctx = book.setup("masking", profile="cpu")
+    ctx = book.setup("masking", _options(tmp_path))
     with pytest.raises(
         store.StoreMiss,
         match=r"^zhang_regime/thing\.cpu: not stored; compute it first: python -m "
@@ -376,7 +383,7 @@ def test_context_read_takes_another_notebooks_result_and_never_computes(tmp_path
         ctx.read("zhang_regime", "thing", config)
     assert ctx.read("zhang_regime", "thing", config, missing_ok=True) is None and not list(tmp_path.rglob("*.json"))
     store.load_or_compute(
-        "thing", {"profile": "cpu", **config}, lambda: {"v": 1.5}, notebook="zhang_regime", profile="cpu", log=None
+        "thing", {"profile": "cpu", **config}, lambda: {"v": 1.5}, notebook="zhang_regime", profile="cpu", root=tmp_path
     )
     got = ctx.read("zhang_regime", "thing", config)
     assert got["v"] == 1.5 and got.name == "zhang_regime/thing" and ctx.results[-1] is got  # in the provenance

@@ -11,6 +11,7 @@ import nbformat
 import pytest
 
 from maelab.book import freshness, runner
+from maelab.options import RunOptions
 
 
 def _tree(tmp_path: Path) -> tuple[Path, Path]:
@@ -81,12 +82,12 @@ def test_a_second_run_with_nothing_changed_does_not_execute(tmp_path, capsys, mo
     )
     results = tmp_path / "results"
     results.mkdir()
-    monkeypatch.setattr(runner.store, "results_root", lambda profile: results)
+    monkeypatch.setattr(runner.store, "results_root", lambda profile, options=None: results)
     out_dir = tmp_path / "executed"
     out = runner.run_notebook("tiny", "smoke", out_dir, root=root)
     first = out.stat().st_mtime_ns
     meta = nbformat.read(out, as_version=4).metadata["maelab"]
-    assert meta["params"] == {"profile": "smoke", "recompute": False, "device": "auto"}
+    assert meta["params"] == {runner.RUN_OPTIONS: RunOptions(profile="smoke").to_param()}
     assert meta[freshness.KEY] == freshness.inputs_key("tiny", meta["params"], results, root)
     capsys.readouterr()
     t = time.time() + 100
@@ -104,7 +105,8 @@ def test_a_second_run_with_nothing_changed_does_not_execute(tmp_path, capsys, mo
         o.get("text", "") for c in nbformat.read(out, as_version=4).cells for o in c.get("outputs", [])
     )
     assert builder._same_key("tiny", out, root)  # the new run recorded its own key: fresh again
-    runner.run_notebook("tiny", "smoke", out_dir, root=root, recompute=True)  # --recompute always executes
+    again = RunOptions(profile="smoke", recompute=True)
+    runner.run_notebook("tiny", again, out_dir, root=root)  # --recompute always executes
     assert "executed with profile=smoke" in capsys.readouterr().out
 
 

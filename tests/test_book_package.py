@@ -23,7 +23,7 @@ RUNNER_MODULES = ("papermill", "nbformat", "argparse")
 def _python(code: str, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
     """``code`` (or ``-m``/script ``args``) in a fresh interpreter on this tree's sources."""
     cmd = [sys.executable, *(args or ("-c", code))]
-    env = {"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin", "MAELAB_PROGRESS": "0"}
+    env = {"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin", "CI": "1"}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
 
 

@@ -42,10 +42,8 @@ def test_committed_record_hashes_to_its_key_and_loads(path):
 
 
 @pytest.mark.book
-def test_no_compute_run_of_one_notebook(tmp_path, monkeypatch, capsys):
+def test_no_compute_run_of_one_notebook(tmp_path, capsys):
     """``--no-compute`` executes a notebook from its committed results, and fails in one line on a miss."""
-    monkeypatch.setenv(store.NO_COMPUTE_ENV, "0")  # restored after the test (main sets it)
-    monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path / "results"))
     shutil.copytree(ROOT / "bisulco_ising", tmp_path / "results" / "bisulco_ising")
     before = {p.name: p.read_bytes() for p in (tmp_path / "results" / "bisulco_ising").iterdir()}
     args = [

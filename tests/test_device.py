@@ -23,6 +23,7 @@ from maelab.device import archive as arch
 from maelab.device import pack as pk
 from maelab.device import runner as rn
 from maelab.device._common import LIMIT_BYTES, sha256_bytes, sha256_file
+from maelab.options import DryRunLimits, RunOptions
 
 ROOT = store.repo_root()
 
@@ -75,7 +76,7 @@ def test_program_stores_what_the_notebook_stores(dry, tmp_path, monkeypatch):
 
     _, archive, _ = dry
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    book.run_dry("gpu", ["masking"], keep=True, device="cpu")
+    book.run_dry(RunOptions(profile="gpu", device="cpu"), ["masking"], keep=True)
     nb_root = next(tmp_path.glob("maelab-dry-run-*")) / "results"
     ours = tmp_path / "ours"
     import_archive(archive, root=ours, log=_quiet)
@@ -94,21 +95,23 @@ def test_program_stores_what_the_notebook_stores(dry, tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------------------------- budget
 _SLOW = [
     {
-        "source": 'profile = "gpu"\nseed = 0\ndevice = "auto"\nrecompute = False\nprogress = None',
+        "source": 'run_options = {"profile": "gpu"}',
         "tags": ["parameters"],
     },
     {
         "source": "import signal, time\n"
         "from maelab import store\n"
         "from maelab._util import atomic_path\n"
+        "from maelab.options import RunOptions\n"
+        "opts = RunOptions.from_param(run_options)  # what the runner injected: profile, results folder, ...\n"
         "store.load_or_compute('first', {'k': 1}, lambda: {'x': 1.5, 'a': __import__('numpy').arange(3)},\n"
-        "                      notebook='masking', profile=profile)\n"
+        "                      notebook='masking', profile=opts.profile, options=opts)\n"
         "def slow():\n"
         "    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # only SIGKILL stops it: nothing cleans up after it\n"
-        "    with atomic_path(store.results_root(profile) / 'masking' / 'half.txt') as tmp:\n"
+        "    with atomic_path(store.results_root(opts.profile, opts) / 'masking' / 'half.txt') as tmp:\n"
         "        tmp.write_text('half written')\n"
         "        time.sleep(600)\n"
-        "store.load_or_compute('second', {'k': 2}, slow, notebook='masking', profile=profile)\n",
+        "store.load_or_compute('second', {'k': 2}, slow, notebook='masking', profile=opts.profile, options=opts)\n",
         "tags": [],
     },
 ]
@@ -166,19 +169,30 @@ def test_clean_removes_what_a_killed_writer_leaves(tmp_path):
     assert (folder / "old.cpu.1234567890ab.npz").exists() and store.load("nb", "kept", "cpu", root=root) is not None
 
 
-def test_program_injects_the_parameters_after_the_parameters_cell():
-    cells = [{"source": "import x", "tags": []}, {"source": "profile = 'cpu'", "tags": ["parameters"]}]
-    cells.append({"source": "print(profile)", "tags": []})
-    text = rn.program(cells, 1, {"profile": "gpu", "recompute": False, "device": "cuda"}, "nb")
+def test_program_injects_the_run_options_after_the_parameters_cell(tmp_path):
+    cells = [{"source": "import x", "tags": []}, {"source": "run_options = None", "tags": ["parameters"]}]
+    cells.append({"source": "print(run_options)", "tags": []})
+    manifest = {"profile": "gpu", "commit": "ab" * 20, "dirty": False}
+    opts = rn.run_options(manifest, "cuda", tmp_path / "results", tmp_path / "scratch")
+    assert opts == RunOptions(
+        profile="gpu",
+        device="cuda",
+        progress=False,
+        results_root=str(tmp_path / "results"),
+        dry_run=DryRunLimits(scratch=str(tmp_path / "scratch")),
+        git=("ab" * 20, False),
+    )  # the one parameter: everything the program needs that the environment used to carry
+    assert rn.run_options({**manifest, "commit": "unknown"}, "cpu", tmp_path, None).git is None
+    text = rn.program(cells, 1, {"run_options": opts.to_param()}, "nb", record_log=str(tmp_path / "log.jsonl"))
     body = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     assert body[:2] == [
         "from maelab.device.kernel import install as _maelab_device_install",
-        "_maelab_device_install()",
+        f"_maelab_device_install(record_log={str(tmp_path / 'log.jsonl')!r})",
     ]
     # after the parameters, the installed paper registry's bootstrap, as the book's runner injects it into a kernel
     install = "papers.install()  # the paper registry (maelab.registry), from the runner"
-    assert body[2:] == ["import x", "profile = 'cpu'", "profile = 'gpu'", "recompute = False", "device = 'cuda'",
-                        "from maelab import papers", install, "print(profile)"]  # fmt: skip
+    assert body[2:] == ["import x", "run_options = None", f"run_options = {opts.to_param()!r}",
+                        "from maelab import papers", install, "print(run_options)"]  # fmt: skip
 
 
 def test_the_kernel_draws_no_findings_box():
@@ -429,13 +443,17 @@ def test_progress_counts_stored_results_and_completeness(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------- provenance
-def test_git_state_from_the_pack_where_git_cannot_answer(tmp_path, monkeypatch):
-    monkeypatch.setenv("MAELAB_GIT_STATE", json.dumps({"commit": "a" * 40, "dirty": True}))
-    assert store.git_state(tmp_path) == {"commit": "a" * 40, "dirty": True}  # tmp_path: no git repository
-    assert store.git_state(ROOT)["commit"] != "a" * 40  # git answers: the variable is not read
-    monkeypatch.setenv("MAELAB_GIT_STATE", '{"commit": "HEAD"}')
-    with pytest.raises(ParameterError, match="MAELAB_GIT_STATE must be JSON"):
-        store.git_state(tmp_path)
+def test_git_state_from_the_pack_where_git_cannot_answer(tmp_path):
+    """The lent machine's copy of the tree has no ``.git``: the runner hands the pack's commit to every program in
+    its run options (``git``), which the store's provenance takes only where git cannot answer."""
+    packed = RunOptions(git={"commit": "a" * 40, "dirty": True})
+    assert store.git_state(tmp_path, packed) == {"commit": "a" * 40, "dirty": True}  # tmp_path: no git repository
+    assert store.git_state(tmp_path) == {"commit": "unknown", "dirty": False}
+    assert store.git_state(ROOT, packed)["commit"] != "a" * 40  # git answers: the option is not read
+    r = store.save("r", {"k": 1}, {"v": 1}, notebook="nb", profile="cpu", root=tmp_path, options=packed)
+    assert r.provenance["git"]["commit"] != "a" * 40  # this tree has git: its own commit is recorded
+    with pytest.raises(ParameterError, match="^git must be None or"):
+        RunOptions(git={"commit": "HEAD", "dirty": False})
 
 
 def test_archive_zip_is_readable_without_the_repository(dry):

@@ -1,16 +1,15 @@
 """The gpu profile without a GPU: every notebook's dry run (the gpu settings' exact models, data and code paths, two
 optimiser steps per training run, a few images per evaluation; issue 13), a broken gpu setting failing it in one
-line, and ``profile="gpu"`` refused on a machine without CUDA."""
-
-import os
+line, and ``profile="gpu"`` refused on a machine without CUDA. The dry run's caps reach the library as arguments
+(``caps``: :class:`maelab.options.DryRunLimits`, issue 23), never through the environment."""
 
 import nbformat
 import pytest
 import torch
 
 from maelab import book, profiles, store
-from maelab._util import DRY_RUN_ENV, DryRunLimits, dry_cap, dry_run_limits
 from maelab._validate import ParameterError
+from maelab.options import DryRunLimits, cap
 from maelab.profiles import NotebookSettings, divides, is_int, is_list, notebook_settings, setting
 
 ROOT = store.repo_root()
@@ -58,13 +57,12 @@ def test_gpu_dry_run_of_every_notebook(tmp_path, capsys):
     with capsys.disabled():  # what each notebook's dry run took, in the test log (timings are not asserted)
         print("\n" + "\n".join(ln for ln in out.splitlines() if "executed with profile=gpu" in ln))
     assert [_snapshot(f) for f in guarded] == before, "a dry run wrote into the results or checkpoint caches"
-    assert os.environ.get(DRY_RUN_ENV) is None and dry_run_limits() is None  # environment restored
     executed = {p.stem for p in tmp_path.glob("*.ipynb")}
     assert executed == set(names)
     for name in executed - set(book.LAST):
         nb = nbformat.read(tmp_path / f"{name}.ipynb", as_version=4)
         code = [c for c in nb.cells if c.cell_type == "code"]
-        assert 'profile = "gpu"' in code[1].source, name
+        assert '"profile": "gpu"' in code[1].source and '"dry_run": {"train_steps": 2' in code[1].source, name
         text = "".join(o.get("text", "") for c in code for o in c.get("outputs", []))
         assert "DRY RUN" in text, f"{name}: the page does not say it is a dry run"
 
@@ -168,24 +166,24 @@ def test_dry_run_value_cuts_lists_numbers_and_per_key_values():
     assert profiles.dry_run_value(True, 2) is True  # a flag is not a count
 
 
-def test_a_dry_run_cuts_only_the_repetition_fields(monkeypatch):
+def test_a_dry_run_cuts_only_the_repetition_fields():
     full = _Toy.for_profile("gpu")
     assert (full.draws, full.seeds, full.per_ds) == (1000, (3, 1, 4, 1, 5), {"a": 7, "b": 1})
-    monkeypatch.setenv(DRY_RUN_ENV, "1")
-    dry = _Toy.for_profile("gpu")
+    dry = _Toy.for_profile("gpu", caps=DryRunLimits())
     assert _Toy.repeat_fields() == ("draws", "per_ds", "seeds")
     assert (dry.draws, dry.seeds, dry.per_ds) == (2, (3, 1), {"a": 2, "b": 1})
     assert (dry.ratios, dry.side, dry.unit) == (full.ratios, 64, 4)  # sweeps and shapes stay the profile's
-    monkeypatch.setenv(DRY_RUN_ENV, "0")
-    assert _Toy.for_profile("gpu") == full
+    assert _Toy.for_profile("gpu", caps=None) == full
+    assert _Toy.for_profile("gpu", caps=DryRunLimits(repeats=3)).seeds == (3, 1, 4)
+    with pytest.raises(ParameterError, match=r"^caps must be None or a maelab.options.DryRunLimits; got 'bool'$"):
+        _Toy.for_profile("gpu", caps=True)
 
 
-def test_a_broken_setting_fails_the_dry_run_before_the_cut(monkeypatch):
-    monkeypatch.setenv(DRY_RUN_ENV, "1")
+def test_a_broken_setting_fails_the_dry_run_before_the_cut():
     with pytest.raises(ParameterError, match=r"^unit must be a divisor of side=64; got 5$"):
-        _Toy.for_profile("gpu", unit=5)
+        _Toy.for_profile("gpu", unit=5, caps=DryRunLimits())
     with pytest.raises(ParameterError, match=r"^draws must be an integer >= 2"):
-        _Toy.for_profile("gpu", draws=1)  # checked as given, not after the cut
+        _Toy.for_profile("gpu", draws=1, caps=DryRunLimits())  # checked as given, not after the cut
 
 
 def test_a_repetitions_field_that_cannot_be_cut_fails_when_the_class_is_defined():
@@ -198,32 +196,35 @@ def test_a_repetitions_field_that_cannot_be_cut_fails_when_the_class_is_defined(
             pts: tuple = setting([1, 2, 3], "three points at least", is_list(is_int(), min_len=3), repeats=True)
 
 
-def test_every_notebook_s_gpu_settings_cut_for_a_dry_run(monkeypatch):
+def test_every_notebook_s_gpu_settings_cut_for_a_dry_run():
     """The real classes: in a dry run every repetitions field holds at most ``repeats`` values, the rest is gpu."""
-    cap = DryRunLimits().repeats
+    caps = DryRunLimits()
     full = {nb: profiles.settings(nb, "gpu") for nb in profiles.registry()}
-    monkeypatch.setenv(DRY_RUN_ENV, "1")
     for nb, cls in profiles.registry().items():
-        dry = profiles.settings(nb, "gpu")
+        dry = profiles.settings(nb, "gpu", caps=caps)
         for name in cls.field_names():
             v, g = getattr(dry, name), getattr(full[nb], name)
             if name in cls.repeat_fields():
-                assert (len(v) if isinstance(v, tuple) else v) <= cap or isinstance(v, dict), (nb, name, v)
+                assert (len(v) if isinstance(v, tuple) else v) <= caps.repeats or isinstance(v, dict), (nb, name, v)
             else:
                 assert v == g, (nb, name)
-    assert profiles.settings("masking", "gpu").n_crops == 2 and profiles.settings("masking", "gpu").crop == 256
+    masking = profiles.settings("masking", "gpu", caps=caps)
+    assert masking.n_crops == 2 and masking.crop == 256
 
 
-def test_dry_cap_reads_the_switch(monkeypatch):
-    monkeypatch.delenv(DRY_RUN_ENV, raising=False)
-    assert dry_cap(3000, "train_steps") == 3000
-    monkeypatch.setenv(DRY_RUN_ENV, "1")
-    assert dry_cap(3000, "train_steps") == 2 and dry_cap(1, "train_steps") == 1 and dry_cap(100) == 8
+def test_cap_takes_the_caps_as_an_argument():
+    assert cap(3000, None, "train_steps") == 3000
+    caps = DryRunLimits()
+    assert cap(3000, caps, "train_steps") == 2 and cap(1, caps, "train_steps") == 1 and cap(100, caps) == 8
     with pytest.raises(ParameterError, match=r"^what must be a field of DryRunLimits"):
-        dry_cap(3, "steps")
+        cap(3, caps, "steps")
+    with pytest.raises(ParameterError, match=r"^what must be a field of DryRunLimits"):
+        cap(3, None, "scratch")  # a folder, not a cap
+    with pytest.raises(ParameterError, match=r"^caps must be None or a maelab.options.DryRunLimits; got 'dict'$"):
+        cap(3, {"train_steps": 2}, "train_steps")
 
 
-def test_linear_mae_training_makes_two_steps_in_a_dry_run(monkeypatch):
+def test_linear_mae_training_makes_two_steps_in_a_dry_run():
     import numpy as np
 
     from maelab import linear_mae as lm
@@ -231,25 +232,23 @@ def test_linear_mae_training_makes_two_steps_in_a_dry_run(monkeypatch):
     X = np.random.default_rng(0).normal(size=(20, 16))
     ids = lm.patch_index_2d(4, 4, 2)
     full = lm.train_linear_mae(X, 0.5, ids, 2, steps=30, record_every=1, progress=False)
-    monkeypatch.setenv(DRY_RUN_ENV, "1")
-    dry = lm.train_linear_mae(X, 0.5, ids, 2, steps=30, record_every=1, progress=False)
+    dry = lm.train_linear_mae(X, 0.5, ids, 2, steps=30, record_every=1, progress=False, caps=DryRunLimits())
     assert [h["step"] for h in dry.history] == [1, 2] and len(full.history) == 30
 
 
-def test_knn_reads_the_first_training_examples_in_a_dry_run(monkeypatch):
+def test_knn_reads_the_first_training_examples_in_a_dry_run():
     from maelab import evaluate
 
     g = torch.Generator().manual_seed(0)
     xtr, xte = torch.randn(500, 8, generator=g), torch.randn(40, 8, generator=g)
     ytr = torch.randint(0, 3, (500,), generator=g)
-    monkeypatch.setenv(DRY_RUN_ENV, "1")
     n = max(DryRunLimits().probe_examples, 5)
-    dry = evaluate.knn_predict(xtr, ytr, xte, k=5)
-    monkeypatch.delenv(DRY_RUN_ENV)
+    dry = evaluate.knn_predict(xtr, ytr, xte, k=5, caps=DryRunLimits())
     assert dry.shape == (40,) and torch.equal(dry, evaluate.knn_predict(xtr[:n], ytr[:n], xte, k=5, num_classes=3))
+    assert not torch.equal(dry, evaluate.knn_predict(xtr, ytr, xte, k=5))  # without caps: every training example
 
 
-def test_a_dry_run_probe_spreads_its_examples_over_a_split_stored_class_by_class(monkeypatch):
+def test_a_dry_run_probe_spreads_its_examples_over_a_split_stored_class_by_class():
     """A split stored class by class (cifar_dogcat: the dogs, then the cats): the first examples would be one class
     and the probe would refuse them; the dry run takes evenly spaced ones, so both classes are in."""
     from maelab import evaluate
@@ -258,22 +257,19 @@ def test_a_dry_run_probe_spreads_its_examples_over_a_split_stored_class_by_class
     n = 3 * DryRunLimits().probe_examples
     xtr, xte = torch.randn(n, 6, generator=g), torch.randn(n, 6, generator=g)
     y = torch.cat([torch.zeros(n // 2, dtype=torch.long), torch.ones(n - n // 2, dtype=torch.long)])
-    monkeypatch.setenv(DRY_RUN_ENV, "1")
-    r = evaluate.linear_probe(xtr, y, xte, y, method="logreg_torch", C=1.0)
+    r = evaluate.linear_probe(xtr, y, xte, y, method="logreg_torch", C=1.0, caps=DryRunLimits())
     assert 0.0 <= r.test_acc <= 1.0
-    monkeypatch.delenv(DRY_RUN_ENV)
     with pytest.raises(ParameterError, match="^train_labels"):  # what the first examples alone would have given
         evaluate.linear_probe(xtr[: n // 2], y[: n // 2], method="logreg_torch", C=1.0)
 
 
-def test_a_dry_run_evaluates_at_the_first_and_last_evaluation_epochs_only(monkeypatch):
+def test_a_dry_run_evaluates_at_the_first_and_last_evaluation_epochs_only():
     from maelab.train.loop import _evaluates
 
     assert [d for d in range(1, 11) if _evaluates(d, 2, 10)] == [2, 4, 6, 8, 10]
     assert [d for d in range(1, 8) if _evaluates(d, 3, 7)] == [3, 6, 7]
-    monkeypatch.setenv(DRY_RUN_ENV, "1")
-    assert [d for d in range(1, 11) if _evaluates(d, 2, 10)] == [2, 10]
-    assert [d for d in range(1, 4) if _evaluates(d, 5, 3)] == [3]
+    assert [d for d in range(1, 11) if _evaluates(d, 2, 10, dry=True)] == [2, 10]
+    assert [d for d in range(1, 4) if _evaluates(d, 5, 3, dry=True)] == [3]
 
 
 def test_a_dry_run_step_takes_the_first_train_batch_images_of_its_batch(monkeypatch, tmp_path):
@@ -290,11 +286,28 @@ def test_a_dry_run_step_takes_the_first_train_batch_images_of_its_batch(monkeypa
     seen = []
     forward = m.forward
     monkeypatch.setattr(m, "forward", lambda x, *a, **k: seen.append(x.shape[0]) or forward(x, *a, **k))
-    monkeypatch.setenv(DRY_RUN_ENV, "1")
-    monkeypatch.setenv("MAELAB_DRY_RUN_DIR", str(tmp_path))
+    caps = DryRunLimits(scratch=str(tmp_path))
     cfg = TrainConfig(epochs=2, batch_size=32, blr=1e-3, warmup_epochs=1, seed=0, online_probe=False)
-    train(m, data, cfg, device="cpu", progress=False)
-    assert seen == [DryRunLimits().train_batch] * DryRunLimits().train_steps
+    train(m, data, cfg, device="cpu", progress=False, caps=caps)
+    assert seen == [caps.train_batch] * caps.train_steps
     with pytest.raises(ParameterError, match="^batch_size must be at most 64"):  # checked at the profile's size
         big = TrainConfig(epochs=1, batch_size=128, warmup_epochs=0, seed=0, online_probe=False)
-        train(m, data, big, device="cpu", progress=False)
+        train(m, data, big, device="cpu", progress=False, caps=caps)
+
+
+def test_a_dry_run_s_checkpoints_go_to_its_scratch_folder_never_the_cache(cache, tmp_path):
+    """``experiments.pretrain`` with caps writes its checkpoint under the caps' scratch folder; the checkpoint cache
+    (``MAELAB_CACHE``, here the ``cache`` fixture's folder) stays empty, so a real run never resumes a capped one."""
+    from maelab import experiments, train
+
+    scratch = tmp_path / "scratch"
+    caps = DryRunLimits(scratch=str(scratch))
+    assert train.default_checkpoint_dir("x", caps) == scratch / "checkpoints" / "x"
+    assert train.default_checkpoint_dir("x") == cache / "checkpoints" / "x"
+    spec = experiments.PretrainSpec(
+        dataset="shapes", n_train=64, n_test=16, img_size=32, size="micro", epochs=2, batch_size=16, warmup_epochs=0
+    )
+    _, res, _, _ = experiments.pretrain(spec, device="cpu", progress=False, caps=caps)
+    assert len(res.history) == 2  # every epoch still ends (the second with no step left)
+    assert (scratch / "checkpoints" / spec.key / "last.pt").is_file()
+    assert not (cache / "checkpoints").exists()

@@ -22,6 +22,7 @@ from maelab import book, store
 from maelab._util import atomic_path
 from maelab.book import builder
 from maelab.claims import Evidence
+from maelab.options import DryRunLimits, RunOptions
 
 SRC = str(Path(store.__file__).resolve().parents[1])
 ROOT = store.repo_root()
@@ -284,33 +285,33 @@ def test_a_forged_checksum_cannot_point_outside_the_record(tmp_path):
         store.load("nb", "res", "cpu", root=a)
 
 
-def _claims_record(monkeypatch, root, profile, value):
-    monkeypatch.setenv("MAELAB_RESULTS_DIR", str(root))
-    ctx = book.setup("masking", profile=profile)
+def _claims_record(root, profile, value):
+    ctx = book.setup("masking", RunOptions(profile=profile, results_root=str(root)))
     res = ctx.load_or_compute("identity_1d", {"n": 3}, lambda: {"err": 1.0})
     ctx.claim("bisulco.eq19_as_printed", Evidence(value=value), res)
     return ctx.finish()
 
 
-def test_tampered_cpu_claims_record_is_an_error_on_the_scoreboard_not_a_fallback(tmp_path, monkeypatch):
-    _claims_record(monkeypatch, tmp_path, "smoke", 0.0)  # smoke: "supported" (value < 1e-9)
-    cpu = _claims_record(monkeypatch, tmp_path, "cpu", 1.24)  # cpu: "not supported"
-    board = book.collect_claims().set_index("id")
+def test_tampered_cpu_claims_record_is_an_error_on_the_scoreboard_not_a_fallback(tmp_path):
+    _claims_record(tmp_path, "smoke", 0.0)  # smoke: "supported" (value < 1e-9)
+    cpu = _claims_record(tmp_path, "cpu", 1.24)  # cpu: "not supported"
+    board = book.collect_claims(root=tmp_path).set_index("id")
     assert board.loc["bisulco.eq19_as_printed", "verdict"] == "not supported"
     # flip the verdict by hand-editing the committed evidence
     cpu.path.write_text(cpu.path.read_text().replace("1.24", "1e-12"))
-    board = book.collect_claims().set_index("id")
+    board = book.collect_claims(root=tmp_path).set_index("id")
     row = board.loc["bisulco.eq19_as_printed"]
     assert row["verdict"] == book.RECORD_ERROR and row["profile"] == "cpu" and "tampered" in row["reason"]
     # a corrupt (unparsable) record says so too
     cpu.path.write_text("{")
-    row = book.collect_claims().set_index("id").loc["bisulco.eq19_as_printed"]
+    row = book.collect_claims(root=tmp_path).set_index("id").loc["bisulco.eq19_as_printed"]
     assert row["verdict"] == book.RECORD_ERROR and "claims.cpu.json: unreadable (JSONDecodeError" in row["reason"]
     # re-running the notebook restores the computed evidence: the edit does not survive
-    again = _claims_record(monkeypatch, tmp_path, "cpu", 1.24)
+    again = _claims_record(tmp_path, "cpu", 1.24)
     assert (
         not again.from_store
-        and book.collect_claims().set_index("id").loc["bisulco.eq19_as_printed", "verdict"] == "not supported"
+        and book.collect_claims(root=tmp_path).set_index("id").loc["bisulco.eq19_as_printed", "verdict"]
+        == "not supported"
     )
 
 
@@ -332,9 +333,7 @@ kernelspec: {display_name: Python 3, language: python, name: python3}
 
 ```{code-cell} ipython3
 :tags: [parameters]
-profile = "smoke"
-recompute = False
-device = "auto"
+run_options = None
 fail = False
 ```
 
@@ -404,83 +403,134 @@ def _count_calls():
     return fn, calls
 
 
-def test_a_dry_run_never_stores_outside_its_scratch_folder(tmp_path, monkeypatch):
+def test_a_dry_run_never_stores_outside_its_scratch_folder(tmp_path):
     """A dry run's capped numbers are not part of a result's key: stored under a real root they would be loaded by
     the next plain run as real results. The store refuses, before computing; inside the scratch folder it works."""
-    monkeypatch.setenv("MAELAB_DRY_RUN", "1")
-    monkeypatch.setenv("MAELAB_DRY_RUN_DIR", str(tmp_path / "scratch"))
+    scratch = tmp_path / "scratch"
+    dry = RunOptions(dry_run=DryRunLimits(scratch=str(scratch)))
     fn, calls = _count_calls()
-    for write in (
-        lambda: store.load_or_compute("r", {"n": 1}, fn, notebook="nb", profile="cpu", root=tmp_path / "results"),
-        lambda: store.save("r", {"n": 1}, {"v": 1.0}, notebook="nb", profile="cpu", root=tmp_path / "results"),
-    ):
-        with pytest.raises(store.StoreError) as e:
-            write()
-        msg = str(e.value)
-        assert "\n" not in msg and "MAELAB_DRY_RUN" in msg and "--dry-run" in msg
-    assert not calls and not (tmp_path / "results").exists()
-    r = store.load_or_compute("r", {"n": 1}, fn, notebook="nb", profile="cpu", root=tmp_path / "scratch" / "results")
-    assert r["v"] == 1.0 and calls == [1]
-
-
-def test_a_plain_book_run_refuses_a_dry_run_exported_by_hand(monkeypatch, capsys):
-    """``MAELAB_DRY_RUN=1`` exported by hand, then ``python -m maelab.book run``: one line, nothing executed (a dry run
-    is ``--dry-run``, which keeps its results in a temp folder); the committed results are untouched."""
     committed = ROOT / "data" / "results"
-    before = {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")}
-    ran = []
-    monkeypatch.setattr("maelab.book.runner.run_notebook", lambda name, *a, **k: ran.append(name))
-    monkeypatch.setenv("MAELAB_DRY_RUN", "1")
-    assert book.main(["run", "--only", "masking"]) == 1
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: MAELAB_DRY_RUN must be unset") and "--dry-run" in err and "\n" not in err
-    assert not ran
-    assert {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")} == before
+    for root in (tmp_path / "results", committed):
+        kw = {"notebook": "nb", "profile": "cpu", "root": root, "options": dry}
+        for write, args in ((store.load_or_compute, ("r", {"n": 1}, fn)), (store.save, ("r", {"n": 1}, {"v": 1.0}))):
+            with pytest.raises(store.StoreError) as e:
+                write(*args, **kw)
+            msg = str(e.value)
+            assert "\n" not in msg and "a dry run stores results only under its scratch folder" in msg
+            assert "--dry-run" in msg
+    assert not calls and not (tmp_path / "results").exists() and not (committed / "nb").exists()
+    # without a root: the dry run's own (its scratch folder's results), where it may write
+    r = store.load_or_compute("r", {"n": 1}, fn, notebook="nb", profile="cpu", options=dry)
+    assert r["v"] == 1.0 and calls == [1] and r.path == scratch / "results" / "nb" / "r.cpu.json"
+    # a scratch folder inside the committed results is refused too
+    inside = RunOptions(dry_run=DryRunLimits(scratch=str(committed / "nb")))
+    with pytest.raises(store.StoreError, match="a dry run stores results only under its scratch folder"):
+        store.save("r", {"n": 1}, {"v": 1.0}, notebook="nb", profile="cpu", options=inside)
+    assert not (committed / "nb").exists()
 
 
-@pytest.mark.parametrize("var", ["MAELAB_DRY_RUN", "MAELAB_NO_COMPUTE", "MAELAB_ALLOW_CPU", "MAELAB_PROGRESS"])
-def test_on_off_variables_parse_strictly(var, monkeypatch, tmp_path):
-    """``false`` means off, ``TRUE`` on; a value that is neither fails in one line naming the variable, before the
-    first notebook runs."""
-    import torch
-
-    from maelab._util import dry_run_limits, progress_enabled
-
-    monkeypatch.setattr("maelab.book.runner.run_notebook", lambda name, *a, **k: name)
-    monkeypatch.setattr("maelab.book.plan.predicted_minutes", lambda profile, notebooks=None, calibration=None: {})
-
-    def cpu_allowed():  # what the flag does: let the gpu profile run on a machine without CUDA
-        try:
-            return book.run("gpu", ["masking"], tmp_path) == ["masking"]
-        except book.GpuUnavailable:
-            return False
-
-    readers = {
-        "MAELAB_DRY_RUN": lambda: dry_run_limits() is not None,
-        "MAELAB_NO_COMPUTE": lambda: store.no_compute_mode() == "on",
-        "MAELAB_ALLOW_CPU": cpu_allowed,
-        "MAELAB_PROGRESS": lambda: progress_enabled(),
-    }
-    if var == "MAELAB_ALLOW_CPU" and torch.cuda.is_available():
-        pytest.skip("this machine has CUDA")
-    for value, on in (("false", False), ("0", False), ("False", False), ("1", True), ("TRUE", True)):
-        monkeypatch.setenv(var, value)
-        assert readers[var]() is on, (var, value)
-    for bad in ("yes", "2", "off"):
-        monkeypatch.setenv(var, bad)
-        with pytest.raises(book.ParameterError) as e:
-            book.check_environment()
-        assert str(e.value).startswith(f"{var} must be ") and "'false'" in str(e.value) and "\n" not in str(e.value)
+def test_record_mode_stores_nothing(tmp_path):
+    record = RunOptions(no_compute="record", no_compute_log=str(tmp_path / "log.jsonl"))
+    with pytest.raises(store.StoreError, match="^no_compute='record' stores nothing"):
+        store.save("r", {"n": 1}, {"v": 1.0}, notebook="nb", profile="cpu", root=tmp_path, options=record)
+    assert not (tmp_path / "nb").exists()
 
 
-def test_no_compute_false_computes(tmp_path, monkeypatch):
-    monkeypatch.setenv(store.NO_COMPUTE_ENV, "false")
+@pytest.mark.parametrize("var", ["MAELAB_DRY_RUN", "MAELAB_NO_COMPUTE", "MAELAB_ALLOW_CPU", "MAELAB_RESULTS_DIR"])
+def test_a_run_mode_exported_by_hand_changes_nothing(var, monkeypatch, tmp_path):
+    """Issue 24: ``MAELAB_DRY_RUN=1`` exported by hand used to turn a plain run into a dry run that stored capped
+    numbers under real keys. Run options no longer travel by environment variables (issue 23): whatever is
+    exported, ``python -m maelab.book run`` gives every kernel the options of its command line, and a plain store
+    call is a plain run that computes and stores real results where it is told."""
+    got = []
+    monkeypatch.setattr("maelab.book.runner.run_notebook", lambda name, options, *a, **k: got.append(options))
+    monkeypatch.setenv(var, {"MAELAB_RESULTS_DIR": str(tmp_path / "elsewhere")}.get(var, "1"))
+    assert book.main(["run", "--profile", "cpu", "--only", "masking"]) == 0
+    assert got == [RunOptions(profile="cpu")]
     fn, calls = _count_calls()
-    r = store.load_or_compute("r", {"n": 1}, fn, notebook="nb", profile="cpu", root=tmp_path)
+    r = store.load_or_compute("r", {"n": 1}, fn, notebook="nb", profile="cpu", root=tmp_path / "results", log=None)
+    assert r["v"] == 1.0 and calls == [1] and r.path.is_relative_to(tmp_path / "results")
+    assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize(
+    "field, bad",
+    [
+        ("no_compute", "false"),  # issue 24: MAELAB_NO_COMPUTE=false was read as on
+        ("no_compute", True),
+        ("allow_cpu", "1"),
+        ("allow_cpu", 1),
+        ("progress", "0"),
+        ("recompute", "yes"),
+        ("seed", 2**70),
+        ("seed", 1.0),
+        ("profile", "huge"),
+        ("device", "gpu"),
+        ("dry_run", True),
+        ("results_root", ""),
+        ("git", {"commit": "abc", "dirty": False}),
+    ],
+)
+def test_run_options_parse_strictly(field, bad):
+    """Every run option is checked when the object is made: a bad value is one line naming the field, from the
+    constructor and from the papermill parameter alike (never a guess)."""
+    for make in (lambda: RunOptions(**{field: bad}), lambda: RunOptions.from_param({field: bad})):
+        with pytest.raises(book.ParameterError) as e:
+            make()
+        assert _one_line(e.value, field).startswith(f"{field} must be "), str(e.value)
+
+
+def test_run_options_round_trip_through_the_papermill_parameter():
+    """What the runner injects (``to_param``: plain JSON) gives the same frozen object back in the kernel."""
+    opts = RunOptions(
+        profile="gpu",
+        seed=7,
+        device="cpu",
+        progress=False,
+        results_root="/tmp/r",
+        dry_run=DryRunLimits(train_steps=3, scratch="/tmp/s"),
+        allow_cpu=True,
+        git=("0123456789abcdef0123456789abcdef01234567", True),
+    )
+    param = opts.to_param()
+    assert json.loads(json.dumps(param)) == param  # a plain JSON value, as papermill writes it into the notebook
+    assert RunOptions.from_param(param) == opts and RunOptions.from_param(opts) is opts
+    assert RunOptions.from_param(None) == RunOptions() == RunOptions.from_param({})
+    assert RunOptions.from_param({"profile": "smoke", "seed": 3}) == RunOptions(profile="smoke", seed=3)
+    with pytest.raises(AttributeError):
+        opts.seed = 1  # frozen
+    for bad, name in (
+        ({"sed": 1}, "run_options key"),
+        ({"dry_run": {"steps": 1}}, "dry_run key"),
+        ([1], "run_options"),
+    ):
+        with pytest.raises(book.ParameterError) as e:
+            RunOptions.from_param(bad)
+        assert _one_line(e.value, name).startswith(f"{name} must be ")
+    with pytest.raises(book.ParameterError, match="^dry_run must be None with no_compute or recompute set"):
+        RunOptions(dry_run=DryRunLimits(), no_compute="on")
+
+
+def test_the_kernel_gets_the_run_options_of_the_command_line(monkeypatch):
+    """The command line becomes one RunOptions; each notebook gets it with its own profile."""
+    got = []
+    monkeypatch.setattr("maelab.book.runner.run_notebook", lambda name, options, *a, **k: got.append(options))
+    argv = ["run", "--profile", "smoke", "--only", "masking", "scoreboard", "--seed", "5", "--progress", "off"]
+    assert book.main([*argv, "--no-compute", "--recompute", "--results-dir", "/tmp/r", "--device", "cpu"]) == 0
+    want = RunOptions(
+        profile="smoke", seed=5, device="cpu", recompute=True, progress=False, results_root="/tmp/r", no_compute="on"
+    )
+    assert got == [want, want]
+
+
+def test_no_compute_off_computes_and_on_refuses(tmp_path):
+    fn, calls = _count_calls()
+    r = store.load_or_compute("r", {"n": 1}, fn, notebook="nb", profile="cpu", root=tmp_path, options=RunOptions())
     assert r["v"] == 1.0 and calls == [1]
-    monkeypatch.setenv(store.NO_COMPUTE_ENV, "1")
     with pytest.raises(store.StoreMiss):
-        store.load_or_compute("r", {"n": 2}, fn, notebook="nb", profile="cpu", root=tmp_path)
+        store.load_or_compute(
+            "r", {"n": 2}, fn, notebook="nb", profile="cpu", root=tmp_path, options=RunOptions(no_compute="on")
+        )
     assert calls == [1]
 
 
@@ -504,7 +554,6 @@ def test_a_checkpoint_never_resumes_into_another_model(tmp_path, monkeypatch, na
 
     from maelab import ParameterError, train
 
-    monkeypatch.setenv("MAELAB_PROGRESS", "0")
     ck = tmp_path / "ck"
     train.train(_micro(), toy(), cfg(epochs=1), checkpoint_dir=ck, device="cpu")
     with pytest.raises(ParameterError) as e:
@@ -525,7 +574,6 @@ def test_a_checkpoint_without_the_model_description_is_refused_unless_its_folder
     from maelab import train
     from maelab.train.checkpoint import adopt_legacy_checkpoint
 
-    monkeypatch.setenv("MAELAB_PROGRESS", "0")
     ck = tmp_path / "ck"
     train.train(_micro(), toy(), cfg(epochs=1), checkpoint_dir=ck, device="cpu")
     old = torch.load(ck / "last.pt", weights_only=True)
@@ -547,7 +595,6 @@ def test_the_train_command_refuses_to_resume_another_model_in_one_line(tmp_path,
     from maelab.train import cli
 
     monkeypatch.setenv("MAELAB_CACHE", str(tmp_path))
-    monkeypatch.setenv("MAELAB_PROGRESS", "0")
     common = "--dataset mnist10k --num-train 32 --num-eval 16 --epochs 1 --warmup-epochs 0 --batch-size 16".split()
     assert cli.main([*common, "--name", "X", "--model", "mae", "--no-progress"]) == 0
     capsys.readouterr()
@@ -655,7 +702,6 @@ def test_a_wrong_shape_checkpoint_names_the_shapes_in_one_line(tmp_path, monkeyp
 
     from maelab import train
 
-    monkeypatch.setenv("MAELAB_PROGRESS", "0")
     ck = tmp_path / "ck"
     train.train(tiny(), toy(), cfg(epochs=1), checkpoint_dir=ck, device="cpu")
     other = tiny(embed_dim=16)
@@ -684,7 +730,6 @@ def test_non_finite_pixels_are_named_as_bad_input_not_a_learning_rate(monkeypatc
 
     from maelab import ParameterError, train
 
-    monkeypatch.setenv("MAELAB_PROGRESS", "0")
     data = toy()
     data.images[5, 0, 3, 3] = float("nan")
     with pytest.raises(ParameterError) as e:

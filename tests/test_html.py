@@ -39,16 +39,10 @@ def site(request) -> Path:
     given = os.environ.get("MAELAB_TEST_BOOK_HTML")
     if given:
         return Path(given)
-    executed, results, _, _ = request.getfixturevalue("committed_book")  # tests/conftest.py: shared execution
-    old = os.environ.get("MAELAB_RESULTS_DIR")
-    os.environ["MAELAB_RESULTS_DIR"] = str(results)  # the staged plan tables and scoreboard read the same copy
-    try:
-        return book.build(executed=executed, out=executed.parent / "site")
-    finally:
-        if old is None:
-            os.environ.pop("MAELAB_RESULTS_DIR", None)
-        else:
-            os.environ["MAELAB_RESULTS_DIR"] = old
+    # tests/conftest.py: shared execution; each executed notebook records the results copy it ran with, which the
+    # build's staleness check reads
+    executed, _, _, _ = request.getfixturevalue("committed_book")
+    return book.build(executed=executed, out=executed.parent / "site")
 
 
 @pytest.fixture(scope="session")

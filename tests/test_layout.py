@@ -1,7 +1,8 @@
 """The library's layout, checked on the source with ``ast``: general modules at the top of ``src/maelab``, one
 package per paper in ``src/maelab/papers`` (each declaring itself), no core module reaching a paper by any means
 (static or dynamic import, ``pkgutil`` walk, module name in a string), no module over 600 lines, no function over
-100 lines, no ``assert`` used for validation."""
+100 lines, no ``assert`` used for validation, and at most two ``MAELAB_`` environment variables, each read where its
+docstring says why (run options travel as arguments: :class:`maelab.options.RunOptions`)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ GENERAL = {
     "masking",
     "metrics",
     "models",
+    "options",
     "papers",
     "plotting",
     "profiles",
@@ -269,3 +271,103 @@ def test_no_assert_in_the_library():
         if isinstance(n, ast.Assert)
     ]
     assert not found, found
+
+
+# ----------------------------------------------------------------------------------------------- environment variables
+MAX_MAELAB_VARIABLES = 2  # issue 23: run options are arguments; variables only where a child process needs one
+MAELAB_NAME = re.compile(r"MAELAB_[A-Z0-9_]+")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the docstring constants of a module, its classes and functions."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def _maelab_names_in_code(path: Path) -> set[str]:
+    """The ``MAELAB_*`` names in the string constants of ``path`` (docstrings left out: prose may name a variable)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docs = _docstrings(tree)
+    return {
+        m
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+        for m in MAELAB_NAME.findall(node.value)
+    }
+
+
+def _environment_reads(path: Path) -> list[tuple[str, str, str | None]]:
+    """(variable, reading function, its docstring) of every ``os.environ.get(K)``, ``os.environ[K]``, ``os.getenv(K)``
+    and ``K in os.environ`` of ``path`` whose key is a string, or a constant of the module holding one, starting
+    MAELAB_ (a read through a name imported from elsewhere is not seen: then the name is in the code but never read,
+    and the test below fails, asking for it to be read where it is defined)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    consts = {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+
+    def key(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        return consts.get(node.id) if isinstance(node, ast.Name) else None
+
+    def is_environ(node):
+        return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+    found = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            k = None
+            if isinstance(node, ast.Call) and node.args:
+                f = node.func
+                if isinstance(f, ast.Attribute) and (
+                    (f.attr == "get" and is_environ(f.value))
+                    or (f.attr == "getenv" and getattr(f.value, "id", "") == "os")
+                ):
+                    k = key(node.args[0])
+            elif isinstance(node, ast.Subscript) and is_environ(node.value) and isinstance(node.ctx, ast.Load):
+                k = key(node.slice)
+            elif isinstance(node, ast.Compare) and any(is_environ(c) for c in node.comparators):
+                k = key(node.left)
+            if isinstance(k, str) and k.startswith("MAELAB_"):
+                found.append((k, fn.name, ast.get_docstring(fn)))
+    return found
+
+
+def test_at_most_two_maelab_environment_variables_each_justified():
+    """Issue 23: run options travel as one object and explicit arguments, not environment variables. At most two
+    ``MAELAB_`` names appear in the library's code (strings, not prose), and every function reading one from the
+    environment says in its docstring which and why."""
+    names = set().union(*(_maelab_names_in_code(p) for p in _modules()))
+    assert len(names) <= MAX_MAELAB_VARIABLES, sorted(names)
+    reads = [(v, f"{_name(p)}.{fn}", doc) for p in _modules() for v, fn, doc in _environment_reads(p)]
+    assert {v for v, _, _ in reads} == names, (sorted(names), reads)  # each name is read, and only there
+    unjustified = [
+        f"{fn} reads {v}" for v, fn, doc in reads if not doc or v not in doc or "environment variable" not in doc
+    ]
+    assert not unjustified, unjustified
+
+
+def test_the_environment_read_check_sees_every_form(tmp_path):
+    f = tmp_path / "x.py"
+    f.write_text(
+        'import os\nX_ENV = "MAELAB_X"\n'
+        'def a():\n    """Reads the environment variable MAELAB_X: why."""\n    return os.environ.get(X_ENV)\n'
+        "def b():\n    return os.environ['MAELAB_Y']\n"
+        "def c():\n    return os.getenv('MAELAB_Z') or ('MAELAB_W' in os.environ)\n"
+        "def d():\n    os.environ['MAELAB_SET'] = '1'\n    return os.environ.get('HOME')\n"
+    )
+    got = sorted((v, fn) for v, fn, _ in _environment_reads(f))
+    assert got == [("MAELAB_W", "c"), ("MAELAB_X", "a"), ("MAELAB_Y", "b"), ("MAELAB_Z", "c")]
+    assert _maelab_names_in_code(f) == {"MAELAB_X", "MAELAB_Y", "MAELAB_Z", "MAELAB_W", "MAELAB_SET"}

@@ -141,16 +141,17 @@ def test_runner_rejects_an_unknown_parameter_before_papermill(tmp_path, capsys):
     rc = book.main(["run", "--profile", "smoke", "--only", "masking", "-p", "mask_ration=0.3", "--out", str(out)])
     err = capsys.readouterr().err.strip()
     assert rc == 1 and not out.exists()
-    assert err == ("error: mask_ration must be a parameter of notebook 'masking' (seed, progress, mask_ratio); got 0.3")
+    assert err == ("error: mask_ration must be a parameter of notebook 'masking' (mask_ratio); got 0.3")
 
 
 def test_runner_checks_values_and_names_before_papermill(tmp_path):
     with pytest.raises(ParameterError, match=r"^mask_ratio must be a number in \(0.0, 1.0\); got 0$"):
         book.run("smoke", ["masking"], tmp_path, extra={"mask_ratio": 0})
-    with pytest.raises(ParameterError, match="^seed must be an integer >= 0"):
-        book.run("smoke", ["masking"], tmp_path, extra={"seed": -1})
-    with pytest.raises(ParameterError, match="^profile must be a parameter of notebook"):  # a runner option
-        book.run("smoke", ["masking"], tmp_path, extra={"profile": "cpu"})
+    with pytest.raises(ParameterError, match="^seed must be an integer >= 0"):  # the run option, checked when made
+        book.run(book.RunOptions(profile="smoke", seed=-1), ["masking"], tmp_path)
+    for option in ("profile", "seed", "run_options"):  # run options are the runner's (--profile, --seed), not -p
+        with pytest.raises(ParameterError, match=f"^{option} must be a parameter of notebook"):
+            book.run("smoke", ["masking"], tmp_path, extra={option: "cpu"})
     # every selected notebook must declare the parameter
     with pytest.raises(ParameterError, match="^mask_ratio must be a parameter of notebook 'zhang_mask_graph'"):
         book.run("smoke", ["masking", "zhang_mask_graph"], tmp_path, extra={"mask_ratio": 0.5})
@@ -158,7 +159,7 @@ def test_runner_checks_values_and_names_before_papermill(tmp_path):
 
 
 def test_parameters_cell_and_parameter_parsing():
-    assert book.notebook_parameters("masking") == ("profile", "seed", "device", "recompute", "progress", "mask_ratio")
+    assert book.notebook_parameters("masking") == ("run_options", "mask_ratio")
     assert book.parse_parameter("mask_ratio=0.3") == ("mask_ratio", 0.3)
     assert book.parse_parameter("seeds=[0, 1]") == ("seeds", [0, 1])
     assert book.parse_parameter("dataset=mnist10k") == ("dataset", "mnist10k")
@@ -166,13 +167,13 @@ def test_parameters_cell_and_parameter_parsing():
         book.parse_parameter("mask_ratio")
 
 
-def test_a_result_hashes_only_the_settings_it_reads(tmp_path, monkeypatch):
+def test_a_result_hashes_only_the_settings_it_reads(tmp_path):
     """Changing a setting the computation does not read keeps the stored result; changing one it reads does not."""
-    monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path))
     calls = []
+    options = book.RunOptions(profile="smoke", device="cpu", results_root=str(tmp_path))
 
     def run(**params):
-        ctx = book.setup("masking", profile="smoke", device="cpu", **params)
+        ctx = book.setup("masking", options, **params)
         S = ctx.settings
 
         def fn():
@@ -193,25 +194,21 @@ def test_a_result_hashes_only_the_settings_it_reads(tmp_path, monkeypatch):
         ctx.load_or_compute("toy", {"profile": "x"}, lambda: {})
 
 
-def test_no_compute_mode_raises_a_one_line_store_miss(tmp_path, monkeypatch):
-    monkeypatch.setenv(store.NO_COMPUTE_ENV, "1")
+def test_no_compute_mode_raises_a_one_line_store_miss(tmp_path):
+    no_compute = book.RunOptions(no_compute="on")
+    kw = {"notebook": "nb", "profile": "cpu", "root": tmp_path, "options": no_compute}
     with pytest.raises(store.StoreMiss) as e:
-        store.load_or_compute("r", {"a": 1}, lambda: {"x": 1}, notebook="nb", profile="cpu", root=tmp_path)
+        store.load_or_compute("r", {"a": 1}, lambda: {"x": 1}, **kw)
     h = store.config_hash({"a": 1})
     assert str(e.value) == f"nb/r.cpu: no stored result with config hash {h} (stored: None)"
     # a stored result under another key: named in the message; nothing written
-    monkeypatch.delenv(store.NO_COMPUTE_ENV)
     old = store.load_or_compute("r", {"a": 2}, lambda: {"x": 2}, notebook="nb", profile="cpu", root=tmp_path)
-    monkeypatch.setenv(store.NO_COMPUTE_ENV, "1")
     with pytest.raises(store.StoreMiss, match=f"(stored: {old.provenance['config_hash']})"):
-        store.load_or_compute("r", {"a": 1}, lambda: {"x": 1}, notebook="nb", profile="cpu", root=tmp_path)
+        store.load_or_compute("r", {"a": 1}, lambda: {"x": 1}, **kw)
     assert store.load("nb", "r", "cpu", root=tmp_path)["x"] == 2
     # a matching result loads; claims records (derived, cheap) are exempt
-    assert store.load_or_compute("r", {"a": 2}, lambda: {"x": 3}, notebook="nb", profile="cpu", root=tmp_path)["x"] == 2
-    assert (
-        store.load_or_compute("claims", {"c": 1}, lambda: {"c": 1}, notebook="nb", profile="cpu", root=tmp_path)["c"]
-        == 1
-    )
+    assert store.load_or_compute("r", {"a": 2}, lambda: {"x": 3}, **kw)["x"] == 2
+    assert store.load_or_compute("claims", {"c": 1}, lambda: {"c": 1}, **kw)["c"] == 1
 
 
 def test_every_setting_a_notebook_reads_exists():

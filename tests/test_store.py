@@ -126,11 +126,18 @@ def test_profiles_are_separate_files(tmp_path):
     assert store.stored_profiles("nb", root=tmp_path) == ["gpu", "cpu"]
 
 
-def test_smoke_results_never_go_to_data_results(monkeypatch):
-    monkeypatch.delenv("MAELAB_RESULTS_DIR", raising=False)
+def test_smoke_results_never_go_to_data_results(tmp_path):
+    from maelab.options import DryRunLimits, RunOptions
+
     assert store.results_root("smoke") != store.results_root("cpu")
     assert store.results_root("cpu") == store.repo_root() / "data" / "results"
     assert ".cache" in store.results_root("smoke").parts
+    # the run options' results folder, given or a dry run's, decides where the options say nothing else
+    given = RunOptions(results_root=str(tmp_path / "r"))
+    assert store.results_root("smoke", given) == store.results_root("cpu", given) == tmp_path / "r"
+    dry = RunOptions(dry_run=DryRunLimits(scratch=str(tmp_path / "s")))
+    assert store.results_root("cpu", dry) == tmp_path / "s" / "results"
+    assert store.results_root("smoke", RunOptions()) == store.results_root("smoke")
 
 
 @pytest.mark.parametrize(
@@ -332,25 +339,24 @@ def test_migrate_refuses_an_old_record_whose_side_file_changed(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------- claims records
-def _masking_claims(monkeypatch, root, value, *, source_value=1.0):
+def _masking_claims(root, value, *, source_value=1.0):
     """One run of the masking notebook's bookkeeping: a stored source result and evidence derived from it."""
     from maelab import book
     from maelab.claims import Evidence
 
-    monkeypatch.setenv("MAELAB_RESULTS_DIR", str(root))
-    ctx = book.setup("masking", profile="smoke")
+    ctx = book.setup("masking", book.RunOptions(profile="smoke", results_root=str(root)))
     res = ctx.load_or_compute("identity_1d", {"n": 3}, lambda: {"err": source_value})
     ctx.claim("bisulco.eq19_as_printed", Evidence(value=value, note="max over masks"), res)
     return ctx
 
 
-def test_claims_record_is_not_rewritten_for_a_last_digit_difference(tmp_path, monkeypatch):
+def test_claims_record_is_not_rewritten_for_a_last_digit_difference(tmp_path):
     """The OPENBLAS case without OpenBLAS: evidence 1 ulp away (another BLAS kernel) keeps the stored record."""
     v = 1.2428489411147947
-    first = _masking_claims(monkeypatch, tmp_path, v).finish()
+    first = _masking_claims(tmp_path, v).finish()
     path = first.path
     before = (path.read_bytes(), path.stat().st_mtime_ns)
-    again = _masking_claims(monkeypatch, tmp_path, float(np.nextafter(v, 2.0))).finish()
+    again = _masking_claims(tmp_path, float(np.nextafter(v, 2.0))).finish()
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
     assert again.from_store and again["claims"]["bisulco.eq19_as_printed"]["evidence"]["value"] == v
 
@@ -359,14 +365,14 @@ def test_claims_record_render_only_on_a_read_only_results_folder(tmp_path):
     code = (
         "import os, numpy as np\nfrom maelab import book, papers\nfrom maelab.claims import Evidence\n"
         "papers.install()\n"
-        "ctx = book.setup('masking', profile='smoke')\n"
+        "ctx = book.setup('masking', book.RunOptions(profile='smoke', results_root=os.environ['RESULTS']))\n"
         "res = ctx.load_or_compute('identity_1d', {'n': 3}, lambda: {'err': 1.0})\n"
         "v = 1.2428489411147947\n"
         "v = v if os.environ.get('STEP') == '1' else float(np.nextafter(v, 2.0))\n"
         "ctx.claim('bisulco.eq19_as_printed', Evidence(value=v, note='max over masks'), res)\n"
         "ctx.finish()\nprint('finished')\n"
     )
-    env = {"MAELAB_RESULTS_DIR": str(tmp_path)}
+    env = {"RESULTS": str(tmp_path)}
     assert _unprivileged(code, {**env, "STEP": "1"}).returncode == 0
     _chmod_tree(tmp_path, writable=False)
     try:
@@ -376,27 +382,26 @@ def test_claims_record_render_only_on_a_read_only_results_folder(tmp_path):
     assert p.returncode == 0 and "finished" in p.stdout, p.stderr[-500:]
 
 
-def test_claims_evidence_changed_beyond_tolerance_warns_and_rewrites(tmp_path, monkeypatch):
+def test_claims_evidence_changed_beyond_tolerance_warns_and_rewrites(tmp_path):
     from maelab import book
 
-    first = _masking_claims(monkeypatch, tmp_path, 0.5).finish()
+    first = _masking_claims(tmp_path, 0.5).finish()
     with pytest.warns(book.EvidenceChanged, match="evidence for bisulco.eq19_as_printed differs beyond rtol=1e-09"):
-        second = _masking_claims(monkeypatch, tmp_path, 0.5 * (1 + 1e-6)).finish()
+        second = _masking_claims(tmp_path, 0.5 * (1 + 1e-6)).finish()
     assert not second.from_store and second.path == first.path
     assert store.load("masking", "claims", "smoke", root=tmp_path)["claims"]["bisulco.eq19_as_printed"]["evidence"][
         "value"
     ] == 0.5 * (1 + 1e-6)
 
 
-def test_claims_record_follows_its_sources(tmp_path, monkeypatch):
+def test_claims_record_follows_its_sources(tmp_path):
     """A changed source (another config) re-keys the record: rewritten silently, no warning."""
     import warnings
 
     from maelab import book
 
-    _masking_claims(monkeypatch, tmp_path, 0.5).finish()
-    monkeypatch.setenv("MAELAB_RESULTS_DIR", str(tmp_path))
-    ctx = book.setup("masking", profile="smoke")
+    _masking_claims(tmp_path, 0.5).finish()
+    ctx = book.setup("masking", book.RunOptions(profile="smoke", results_root=str(tmp_path)))
     from maelab.claims import Evidence
 
     res = ctx.load_or_compute("identity_1d", {"n": 4}, lambda: {"err": 2.0})

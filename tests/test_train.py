@@ -142,7 +142,7 @@ def assert_same_weights(a: nn.Module, b: nn.Module):
 
 @pytest.fixture(autouse=True)
 def _quiet(monkeypatch):
-    monkeypatch.setenv("MAELAB_PROGRESS", "0")
+    monkeypatch.setenv("CI", "1")  # progress bars off (maelab._util.progress_enabled)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -300,7 +300,7 @@ def test_exact_resume_between_epochs_in_a_fresh_process(tmp_path):
         train(tiny(crash_at=5), toy(), c, checkpoint_dir=ck, device="cpu")
     assert load_checkpoint(ck / "last.pt")["epoch"] == 1
     out = tmp_path / "out.pt"
-    env = dict(os.environ, OMP_NUM_THREADS=str(torch.get_num_threads()), MAELAB_PROGRESS="0")
+    env = dict(os.environ, OMP_NUM_THREADS=str(torch.get_num_threads()), CI="1")
     subprocess.run(
         [sys.executable, "-c", RESUME_SCRIPT.format(tests=str(TESTS), ck=str(ck), out=str(out))],
         check=True,

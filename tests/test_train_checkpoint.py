@@ -20,7 +20,7 @@ from maelab.train import CheckpointError, load_checkpoint, train
 
 @pytest.fixture(autouse=True)
 def _quiet(monkeypatch):
-    monkeypatch.setenv("MAELAB_PROGRESS", "0")
+    monkeypatch.setenv("CI", "1")  # progress bars off (maelab._util.progress_enabled)
 
 
 def _good_checkpoint_bytes(tmp_path) -> bytes:
@@ -136,7 +136,7 @@ def test_kill_while_writing_leaves_the_previous_checkpoint(tmp_path):
     c = cfg(epochs=2, checkpoint_every_iters=3)
     full = train(tiny(), toy(), c, device="cpu")
     ck = tmp_path / "ck"
-    env = dict(os.environ, OMP_NUM_THREADS=str(torch.get_num_threads()), MAELAB_PROGRESS="0")
+    env = dict(os.environ, OMP_NUM_THREADS=str(torch.get_num_threads()), CI="1")
     proc = subprocess.run(
         [sys.executable, "-c", KILL_WHILE_WRITING.format(tests=str(TESTS), ck=str(ck))], env=env, cwd=REPO, timeout=120
     )

@@ -136,11 +136,12 @@ def test_fused_adamw_only_on_cuda():
     assert captured.get("fused") is True
 
 
-def test_dry_run_caps_optimiser_steps(monkeypatch, tmp_path):
-    monkeypatch.setenv("MAELAB_DRY_RUN", "1")
-    monkeypatch.setenv("MAELAB_DRY_RUN_DIR", str(tmp_path))
+def test_dry_run_caps_optimiser_steps(tmp_path):
+    from maelab.options import DryRunLimits
+
+    caps = DryRunLimits(scratch=str(tmp_path))
     m = NanAt(model(), 10**9)
-    res = train(m, data(), cfg(epochs=3, snapshot_epochs=(0, 3)), device="cpu", progress=False)
+    res = train(m, data(), cfg(epochs=3, snapshot_epochs=(0, 3)), device="cpu", progress=False, caps=caps)
     assert m.calls == 2  # 2 optimiser steps in all, over 3 epochs of 8
     assert [h["epoch"] for h in res.history] == [1, 2, 3] and set(res.snapshots) == {0, 3}
     # the step-less epochs carry the last measured losses (code reading "the last epoch's loss" runs as in a real
@@ -150,7 +151,10 @@ def test_dry_run_caps_optimiser_steps(monkeypatch, tmp_path):
     assert [e["loss"] for e in h[1:]] == [h[0]["loss"]] * 2 and h[2]["loss_rec"] == h[0]["loss_rec"]
     assert h[2]["lr"] != h[2]["lr"]
     ft_cfg = FineTuneConfig(epochs=2, batch_size=8, warmup_epochs=1)
-    ft = fine_tune(res.model, data(), data(32, seed=1), ft_cfg, device="cpu", progress=False)
+    ft = fine_tune(res.model, data(), data(32, seed=1), ft_cfg, device="cpu", progress=False, caps=caps)
+    full = NanAt(model(), 10**9)
+    train(full, data(), cfg(epochs=3), device="cpu", progress=False)
+    assert full.calls == 3 * 8  # without caps: every step of every epoch
     assert len(ft.history) == 2 and ft.history[0]["loss"] > 0 and ft.history[1]["loss"] == ft.history[0]["loss"]
     assert ft.history[1]["lr"] != ft.history[1]["lr"]
 

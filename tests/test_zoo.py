@@ -8,6 +8,7 @@ import torch
 
 from maelab import models, zoo
 from maelab._validate import ParameterError
+from maelab.options import RunOptions
 
 
 def test_grid_names_and_specs():
@@ -56,10 +57,11 @@ def test_degenerate_settings_are_rejected_in_one_line(params, start):
 
 def test_smoke_zoo_round_trip(tmp_path):
     S = zoo.ZooSettings.for_profile("smoke", seeds=[0], mask_ratios=[0.1, 0.75, 0.9], units=[1, 2])
-    got = zoo.compute(S, "smoke", device="cpu", root=tmp_path)
+    options = RunOptions(profile="smoke", device="cpu", results_root=str(tmp_path))
+    got = zoo.compute(S, options)
     assert list(got) == ["random_s0", "r0p1_u1_s0", "r0p75_u1_s0", "r0p9_u1_s0", "r0p75_u2_s0"]
     assert not any(r.from_store for r in got.values())
-    again = zoo.compute(S, "smoke", device="cpu", root=tmp_path)
+    again = zoo.compute(S, options)
     assert all(r.from_store for r in again.values())  # stored: read, not recomputed
     read = zoo.load_entries(S, "smoke", root=tmp_path)
     assert read["missing"] == ["raw_pixels"] and read["raw_pixels"] is None
@@ -79,11 +81,10 @@ def test_smoke_zoo_round_trip(tmp_path):
     assert len(zoo.load_entries(other, "smoke", root=tmp_path)["missing"]) == 6
 
 
-def test_gpu_profile_refuses_to_compute_on_a_cpu(tmp_path, monkeypatch):
-    monkeypatch.delenv("MAELAB_ALLOW_CPU", raising=False)
+def test_gpu_profile_refuses_to_compute_on_a_cpu(tmp_path):
     S = zoo.ZooSettings.for_profile("gpu")
     with pytest.raises(ParameterError, match=r"^device must be a CUDA device for the gpu profile's zoo") as e:
-        zoo.entry(S, 0.75, 1, 0, "gpu", device="cpu", root=tmp_path)
+        zoo.entry(S, 0.75, 1, 0, RunOptions(profile="gpu", device="cpu", results_root=str(tmp_path)))
     assert "\n" not in str(e.value)
     assert not list(tmp_path.rglob("*.json"))  # nothing half-written
 

@@ -1,11 +1,10 @@
-"""Small shared helpers: seeding, device resolution, the BLAS thread limit, progress bars, atomic file writes, the
-strict reading of maelab's on/off environment variables (:func:`env_flag`) and the dry-run switch
-(:func:`dry_run_limits`)."""
+"""Small shared helpers: seeding, device resolution, the BLAS thread limit, progress bars, atomic file writes and the
+cache folder (:func:`cache_root`). Run options (the dry run's caps among them) are not read here: they travel as
+arguments (:mod:`maelab.options`)."""
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import random
 import tempfile
@@ -39,96 +38,35 @@ def resolve_device(device: str = "auto"):
     return torch.device(device)
 
 
-FLAG_VALUES = "unset, '', '0', '1', 'false' or 'true' (any case)"
+def repo_checkout() -> Path | None:
+    """The source checkout holding this package (``pyproject.toml`` beside ``src/maelab``: an editable install), or
+    None (an installed wheel)."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "pyproject.toml").exists() and (parent / "src" / "maelab").exists():
+            return parent
+    return None
 
 
-def env_flag(name: str, default: bool = False) -> bool:
-    """An on/off environment variable of maelab (``MAELAB_DRY_RUN``, ``MAELAB_NO_COMPUTE``, ``MAELAB_ALLOW_CPU``,
-    ``MAELAB_PROGRESS``), read strictly: ``"1"`` / ``"true"`` on, ``"0"`` / ``"false"`` off (any case, surrounding
-    spaces ignored), unset or ``""`` ``default``; anything else (``"yes"``, ``"2"``, ``"off"``) is a one-line
-    :class:`ParameterError` naming the variable, never a guess."""
-    raw = os.environ.get(name)
-    v = "" if raw is None else raw.strip().lower()
-    if v == "":
-        return default
-    if v in ("1", "true"):
-        return True
-    if v in ("0", "false"):
-        return False
-    raise ParameterError(name, FLAG_VALUES, raw)
+CACHE_ENV = "MAELAB_CACHE"
 
 
-DRY_RUN_ENV = "MAELAB_DRY_RUN"
-DRY_RUN_DIR_ENV = "MAELAB_DRY_RUN_DIR"
+def cache_root(repo: Path | None = None) -> Path:
+    """maelab's cache folder (checkpoints, fetched datasets, the cost model's calibration, device packs):
+    ``$MAELAB_CACHE`` if set, else ``<repo>/.cache`` (``repo``: given, else the source checkout, else the current
+    directory).
 
-
-@dataclasses.dataclass(frozen=True)
-class DryRunLimits:
-    """What a dry run (``$MAELAB_DRY_RUN=1``, ``python -m maelab.book run --dry-run``) caps; everything else (models,
-    image shapes, batch sizes, data sets, code paths) is exactly the profile's.
-
-    Attributes:
-        train_steps: optimiser steps per training run (:func:`maelab.train.train`, :func:`maelab.train.fine_tune`,
-            :func:`maelab.linear_mae.train_linear_mae`), counted over the whole run; later epochs still end
-            (evaluation, callbacks, snapshots) with no step.
-        train_batch: images per optimiser step: a step takes the first ``train_batch`` images of its batch (the
-            batch size itself, its learning-rate scaling and its fit to the data set are the profile's; the memory
-            of a full gpu batch is what ``python -m maelab.book plan`` estimates, on fake tensors).
-        eval_images: images per evaluation pass (the trainer's probe accuracy,
-            :func:`maelab.evaluate.extract_features`, reconstruction losses); feature extraction computes the first
-            ``eval_images`` images and repeats their rows to the full ``(N, D)`` shape, so every consumer sees the
-            real shapes.
-        probe_examples: training and test examples per linear probe (evenly spaced over the split), and training
-            examples per k-NN (the first ``max(probe_examples, k)``; every test example is still classified).
-        probe_iters: solver iterations per logistic-regression fit of a linear probe (its SGD variant: at most
-            ``train_steps`` epochs), on one BLAS thread.
-        probe_grid: regularisation values a linear probe chooses from on its validation split (the first ones of
-            its ``Cs``; a probe with ``C`` given fits that one).
-        mc_samples: Monte-Carlo samples (e.g. image pairs) per estimate of the library's analysis functions that
-            read it (:func:`maelab.papers.zhang2022.mask_graph.distance_curves`).
-        repeats: repetitions per loop of a notebook: every settings field declared ``repeats=True`` (seeds, mask
-            draws, random images or maps per estimate; every field named ``seeds``) is cut to its first
-            ``repeats`` values (a number: at most ``repeats``) by
-            :meth:`maelab.profiles.NotebookSettings.for_profile`, after the profile's own values have passed their
-            checks. Loops over such settings then run ``repeats`` times wherever they are written, in the library
-            or in a notebook, and every later reader of the setting sees the same, shorter list.
+    One of the two environment variables maelab reads (the other is ``MAELAB_DATA_DIR``,
+    :func:`maelab.data.packaged.data_dir`); every run option travels as an argument instead
+    (:class:`maelab.options.RunOptions`). Why a variable here: the cache is a folder a user may want on another disk,
+    and every process maelab starts (notebook kernels, torchrun workers, the device runner's programs, the tests'
+    subprocesses) must find the same one without each being told.
     """
-
-    train_steps: int = 2
-    train_batch: int = 4
-    eval_images: int = 4
-    probe_examples: int = 64
-    probe_iters: int = 2
-    probe_grid: int = 2
-    mc_samples: int = 8
-    repeats: int = 2
-
-
-def dry_run_limits() -> DryRunLimits | None:
-    """The dry-run caps when ``$MAELAB_DRY_RUN`` is on (``1``; set by ``python -m maelab.book run --dry-run`` and
-    inherited by the notebook kernels), else None (read by :func:`env_flag`: a value other than unset, ``0``,
-    ``1``, ``false``, ``true`` is a one-line error). The one switch the trainer and the evaluation loops read.
-
-    A dry run never stores a result outside its scratch folder (:func:`dry_run_dir`): :mod:`maelab.store` refuses,
-    so a dry run cannot leave capped results under the keys of real ones."""
-    return DryRunLimits() if env_flag(DRY_RUN_ENV) else None
-
-
-def dry_cap(n: int, what: str = "mc_samples") -> int:
-    """``n`` outside a dry run; in a dry run ``min(n, <the cap named what>)`` (a field of :class:`DryRunLimits`,
-    e.g. ``"mc_samples"``, ``"train_steps"``). How a library loop honours the dry-run switch in one line."""
-    dry = dry_run_limits()
-    if dry is None:
-        return n
-    if what not in {f.name for f in dataclasses.fields(DryRunLimits)}:
-        raise ParameterError("what", "a field of DryRunLimits (" + ", ".join(DryRunLimits.__annotations__) + ")", what)
-    return min(n, getattr(dry, what))
-
-
-def dry_run_dir() -> Path:
-    """Scratch folder of a dry run (checkpoints): ``$MAELAB_DRY_RUN_DIR``, else ``<tmp>/maelab-dry-run``."""
-    env = os.environ.get(DRY_RUN_DIR_ENV)
-    return Path(env) if env else Path(tempfile.gettempdir()) / "maelab-dry-run"
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = repo if repo is not None else (repo_checkout() or Path.cwd())
+    return Path(base) / ".cache"
 
 
 def blas_limit(threads: int | None):
@@ -163,11 +101,11 @@ def device_name(device) -> str:
 
 
 def progress_enabled(progress: bool | None = None) -> bool:
-    """Progress bars are on unless asked off, or running in CI (env CI set) or ``MAELAB_PROGRESS=0`` (read by
-    :func:`env_flag`: ``0``/``false`` off, ``1``/``true`` on, anything else a one-line error)."""
+    """Progress bars: ``progress`` when given (a run's ``RunOptions.progress``, a function's ``progress`` argument);
+    None: on unless running in CI (the environment variable ``CI`` set, as CI services set it)."""
     if progress is not None:
         return bool(progress)
-    return env_flag("MAELAB_PROGRESS", default=not os.environ.get("CI"))
+    return not os.environ.get("CI")
 
 
 def pbar(iterable=None, *, progress: bool | None = None, **kwargs):

@@ -52,8 +52,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._util import blas_limit, dry_run_limits, pbar, resolve_device
+from ._util import blas_limit, pbar, resolve_device
 from ._validate import ParameterError, in_range, one_of, positive_int
+from .options import DryRunLimits
 
 __all__ = [
     "extract_features",
@@ -95,7 +96,14 @@ def _model_device(model) -> torch.device:
 
 @torch.no_grad()
 def extract_features(
-    model, images, pool: str = "cls", batch_size: int = 256, device: str | None = None, progress: bool | None = None
+    model,
+    images,
+    pool: str = "cls",
+    batch_size: int = 256,
+    device: str | None = None,
+    progress: bool | None = None,
+    *,
+    caps: DryRunLimits | None = None,
 ) -> torch.Tensor:
     """Frozen features of ``images`` (N, C, H, W) in [0, 1] (or a Dataset with ``.images``).
 
@@ -106,6 +114,8 @@ def extract_features(
         batch_size: images per forward pass.
         device: where to run; ``None`` = where the model already is; ``"auto"``/``"cpu"``/``"cuda"`` move the
             model there (it stays there).
+        caps: a dry run's (:class:`maelab.options.DryRunLimits`): only the first ``eval_images`` images are
+            computed, their rows repeated to the full ``(N, D)`` shape; None: a real run.
     Returns:
         float32 CPU tensor (N, D).
     """
@@ -123,8 +133,7 @@ def extract_features(
         model.to(dev).eval()
     fn = (lambda x: model.forward_features(x, pool=pool)) if hasattr(model, "forward_features") else model
     out = []
-    dry = dry_run_limits()
-    n_real = images.shape[0] if dry is None else min(images.shape[0], dry.eval_images)
+    n_real = images.shape[0] if caps is None else min(images.shape[0], caps.eval_images)
     try:
         starts = range(0, n_real, batch_size)
         for s in pbar(starts, progress=progress, desc="features", leave=False):
@@ -298,6 +307,7 @@ def linear_probe(
     device: str = "cpu",
     progress: bool | None = None,
     blas_threads: int | None = None,
+    caps: DryRunLimits | None = None,
 ) -> ProbeResult:
     """Linear classifier on frozen features; see the module docstring for the two methods.
 
@@ -318,6 +328,9 @@ def linear_probe(
         blas_threads: logreg only: BLAS threads during the fits and predictions (``threadpoolctl``, restored
             afterwards; 1 avoids oversubscription on a busy machine but may change the last bits, see the module
             docstring); None leaves the thread pool alone. Ignored by sgd (torch).
+        caps: a dry run's (:class:`maelab.options.DryRunLimits`): ``probe_examples`` evenly spaced training and
+            test examples, ``probe_iters`` solver iterations (sgd: ``train_steps`` epochs), the first
+            ``probe_grid`` values of ``Cs``, one BLAS thread; None: a real run.
     """
     one_of("method", method, ("auto", "logreg", "logreg_torch", "sgd"))
     if blas_threads is not None:
@@ -328,7 +341,7 @@ def linear_probe(
         xte, yte = _features_labels("test_features", "test_labels", test_features, test_labels)
         if xte.shape[1] != xtr.shape[1]:
             raise ParameterError("test_features", f"width {xtr.shape[1]} like train_features", tuple(xte.shape))
-    dry = dry_run_limits()
+    dry = caps
     if dry is not None:  # dry run: a few examples, a few solver iterations (the code path, not the accuracy)
         # evenly spaced, not the first ones: a split stored class by class (cifar_dogcat) still gives >= 2 classes
         sel = torch.linspace(0, len(ytr) - 1, min(len(ytr), dry.probe_examples)).round().long()
@@ -461,11 +474,14 @@ def knn_predict(
     temperature: float = 0.07,
     num_classes: int | None = None,
     batch_size: int = 256,
+    caps: DryRunLimits | None = None,
 ) -> torch.Tensor:
     """k-NN class predictions (int64, (n_test,)) with cosine similarity; see the module docstring.
 
     ``weighting``: ``"dino"`` (weights ``exp(cos / temperature)`` summed per class) or ``"majority"`` (plain
-    votes, ties -> smallest class index). ``batch_size`` test examples are compared at a time.
+    votes, ties -> smallest class index). ``batch_size`` test examples are compared at a time. ``caps``: a dry
+    run's (:class:`maelab.options.DryRunLimits`): the first ``max(probe_examples, k)`` training examples (every
+    test example is still predicted); None: a real run.
     """
     one_of("weighting", weighting, ("dino", "majority"))
     xtr, ytr = _features_labels("train_features", "train_labels", train_features, train_labels)
@@ -481,9 +497,8 @@ def knn_predict(
     if num_classes is None:
         num_classes = int(ytr.max()) + 1
     positive_int("num_classes", num_classes, minimum=int(ytr.max()) + 1)
-    dry = dry_run_limits()
-    if dry is not None:  # dry run: the first training examples (at least k); every test example is still predicted
-        xtr, ytr = xtr[: max(dry.probe_examples, k)], ytr[: max(dry.probe_examples, k)]
+    if caps is not None:  # dry run: the first training examples (at least k); every test example is still predicted
+        xtr, ytr = xtr[: max(caps.probe_examples, k)], ytr[: max(caps.probe_examples, k)]
     xtr = nn.functional.normalize(xtr.double(), dim=1)
     xte = nn.functional.normalize(test_features.detach().cpu().double(), dim=1)
     preds = []
@@ -498,7 +513,8 @@ def knn_predict(
 
 
 def knn_accuracy(train_features, train_labels, test_features, test_labels, **kwargs) -> float:
-    """Fraction of test examples whose :func:`knn_predict` class equals ``test_labels``."""
+    """Fraction of test examples whose :func:`knn_predict` class equals ``test_labels`` (``kwargs``: those of
+    :func:`knn_predict`, ``caps`` among them)."""
     pred = knn_predict(train_features, train_labels, test_features, **kwargs)
     _, yte = _features_labels("test_features", "test_labels", test_features, test_labels)
     return float((pred == yte).double().mean())
@@ -529,17 +545,19 @@ def probe(
     device: str | None = None,
     seed: int = 0,
     progress: bool | None = None,
+    caps: DryRunLimits | None = None,
     **probe_kwargs,
 ) -> dict[str, Any]:
     """Extract features of ``train`` and ``test`` (Datasets or (images, labels) pairs) and run a linear probe
     and k-NN. Returns ``{"linear_train_acc", "linear_test_acc", "linear_method", "knn_acc", "k", "pool",
-    "feature_dim"}``; extra keyword arguments go to :func:`linear_probe`."""
+    "feature_dim"}``; extra keyword arguments go to :func:`linear_probe`; ``caps``: a dry run's, to each step."""
     xtr_img, ytr = _split("train", train)
     xte_img, yte = _split("test", test)
-    ftr = extract_features(model, xtr_img, pool=pool, batch_size=batch_size, device=device, progress=progress)
-    fte = extract_features(model, xte_img, pool=pool, batch_size=batch_size, device=device, progress=progress)
-    res = linear_probe(ftr, ytr, fte, yte, method=method, seed=seed, progress=progress, **probe_kwargs)
-    knn = knn_accuracy(ftr, ytr, fte, yte, k=k, weighting=weighting)
+    opts = {"pool": pool, "batch_size": batch_size, "device": device, "progress": progress, "caps": caps}
+    ftr = extract_features(model, xtr_img, **opts)
+    fte = extract_features(model, xte_img, **opts)
+    res = linear_probe(ftr, ytr, fte, yte, method=method, seed=seed, progress=progress, caps=caps, **probe_kwargs)
+    knn = knn_accuracy(ftr, ytr, fte, yte, k=k, weighting=weighting, caps=caps)
     return {
         "linear_train_acc": res.train_acc,
         "linear_test_acc": res.test_acc,

@@ -36,8 +36,9 @@ import torch
 
 from . import data as data_mod
 from . import evaluate, metrics, models, train
-from ._util import dry_run_limits, resolve_device
+from ._util import resolve_device
 from ._validate import ParameterError, one_of, positive_int
+from .options import DryRunLimits, cap
 from .train.checkpoint import adopt_legacy_checkpoint
 
 
@@ -154,15 +155,20 @@ def build_model(spec: PretrainSpec):
 
 @torch.no_grad()
 def reconstruction_loss(
-    model, images: torch.Tensor, mask_ratio: float | None, seed: int = 0, batch_size: int = 256
+    model,
+    images: torch.Tensor,
+    mask_ratio: float | None,
+    seed: int = 0,
+    batch_size: int = 256,
+    *,
+    caps: DryRunLimits | None = None,
 ) -> float:
-    """Mean reconstruction loss (the model's own objective, masked patches) on ``images`` with a fixed mask seed."""
+    """Mean reconstruction loss (the model's own objective, masked patches) on ``images`` with a fixed mask seed
+    (``caps``: a dry run's, the first ``eval_images`` images)."""
     model.eval()
     dev = next(model.parameters()).device
     g = torch.Generator(device="cpu").manual_seed(seed)
-    dry = dry_run_limits()
-    if dry is not None:  # dry run: a few images
-        images = images[: dry.eval_images]
+    images = images[: cap(len(images), caps, "eval_images")]
     total, n = 0.0, 0
     for i in range(0, len(images), batch_size):
         x = images[i : i + batch_size].to(dev)
@@ -318,8 +324,11 @@ def pretrain(
     train_data=None,
     test_data=None,
     callbacks=(),
+    caps: DryRunLimits | None = None,
 ):
-    """Pre-train the model of ``spec`` (resuming from the cache); returns (model, TrainResult, train, test)."""
+    """Pre-train the model of ``spec`` (resuming from the cache); returns (model, TrainResult, train, test).
+    ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`), handed to the trainer; its checkpoints then go
+    to the dry run's scratch folder, never the cache."""
     dev = resolve_device(device)
     tr, te = (train_data, test_data) if train_data is not None else load_data(spec, dev, progress)
     model = build_model(spec)
@@ -336,7 +345,7 @@ def pretrain(
         snapshot_epochs=tuple(spec.snapshot_epochs),
         online_probe=tr.labels is not None,
     )
-    ckdir = train.default_checkpoint_dir(spec.key)
+    ckdir = train.default_checkpoint_dir(spec.key, caps)
     # the folder's name (spec.key) hashes every field that builds the model, so it vouches for a checkpoint written
     # before checkpoints recorded the model's description: that one is given it instead of being refused
     adopt_legacy_checkpoint(ckdir, model)
@@ -349,6 +358,7 @@ def pretrain(
         device=str(dev),
         progress=progress,
         callbacks=callbacks,
+        caps=caps,
     )
     return res.model, res, tr, te
 
@@ -381,40 +391,49 @@ def evaluate_snapshots(
     return out
 
 
-def _frozen_metrics(model, tr, te, spec: PretrainSpec, blas_threads: int | None) -> tuple[dict[str, Any], Any]:
+def _frozen_metrics(
+    model, tr, te, spec: PretrainSpec, blas_threads: int | None, caps: DryRunLimits | None = None
+) -> tuple[dict[str, Any], Any]:
     """The frozen-encoder evaluation of :func:`pretrain_and_evaluate` (and of :func:`random_init_evaluate`):
     logistic-regression probe, k-NN, effective rank and singular values of the test features; and those features."""
-    ftr = evaluate.extract_features(model, tr.images, pool=spec.pool, progress=False)
-    fte = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False)
+    ftr = evaluate.extract_features(model, tr.images, pool=spec.pool, progress=False, caps=caps)
+    fte = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False, caps=caps)
     lp = evaluate.linear_probe(
-        ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed, blas_threads=blas_threads
+        ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed, blas_threads=blas_threads, caps=caps
     )
     return {
         "linear_acc": float(lp.test_acc),
         "linear_train_acc": float(lp.train_acc),
-        "knn_acc": float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels)),
+        "knn_acc": float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels, caps=caps)),
         "effective_rank": float(metrics.effective_rank(fte)),
         "singular_values": metrics.singular_values(fte).cpu().numpy(),
     }, fte
 
 
-def random_init_evaluate(spec: PretrainSpec, *, device: str = "auto", blas_threads: int | None = 1) -> dict[str, Any]:
+def random_init_evaluate(
+    spec: PretrainSpec, *, device: str = "auto", blas_threads: int | None = 1, caps: DryRunLimits | None = None
+) -> dict[str, Any]:
     """The untrained model of ``spec`` (:func:`build_model`: the initial weights its pre-training starts from)
     evaluated frozen exactly as :func:`pretrain_and_evaluate` evaluates the trained one (same data, pooling, probe,
     probe seed and BLAS threads). No training, so it is cheap: the random-init reference of the learning
     precondition (:class:`maelab.claims.LearnedCheck`). Keys: ``linear_acc``, ``linear_train_acc``, ``knn_acc``,
-    ``effective_rank``, ``singular_values``."""
+    ``effective_rank``, ``singular_values``. ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`)."""
     if blas_threads is not None:
         positive_int("blas_threads", blas_threads)
     dev = resolve_device(device)
     tr, te = load_data(spec, dev, progress=False)
     if tr.labels is None or te.labels is None:
         raise ParameterError("dataset", "a labelled dataset (mnist10k, shapes, cifar10, ...)", spec.dataset)
-    return _frozen_metrics(build_model(spec).to(dev), tr, te, spec, blas_threads)[0]
+    return _frozen_metrics(build_model(spec).to(dev), tr, te, spec, blas_threads, caps)[0]
 
 
 def pretrain_and_evaluate(
-    spec: PretrainSpec, *, device: str = "auto", progress: bool | None = None, blas_threads: int | None = 1
+    spec: PretrainSpec,
+    *,
+    device: str = "auto",
+    progress: bool | None = None,
+    blas_threads: int | None = 1,
+    caps: DryRunLimits | None = None,
 ) -> dict[str, Any]:
     """Pre-train (see :func:`pretrain`) and evaluate; returns a store-ready dict.
 
@@ -430,6 +449,9 @@ def pretrain_and_evaluate(
     ``blas_threads``: BLAS threads of the logistic-regression probe (:func:`maelab.evaluate.linear_probe`; None: no
     limit). One thread is fast on a busy machine and is how every stored result of this pipeline was computed
     (the notebooks ran it under ``threadpool_limits(1, user_api="blas")``); other values can change the last bits.
+
+    ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`), handed to every step (training, fine-tuning,
+    features, probes, losses); None: a real run.
     """
     if blas_threads is not None:
         positive_int("blas_threads", blas_threads)
@@ -439,7 +461,9 @@ def pretrain_and_evaluate(
         raise ParameterError(
             "dataset", "a labelled dataset for evaluation (mnist10k, shapes, cifar10, imagefolder)", spec.dataset
         )
-    model, res, tr, te = pretrain(training_spec(spec), device=str(dev), progress=progress, train_data=tr, test_data=te)
+    model, res, tr, te = pretrain(
+        training_spec(spec), device=str(dev), progress=progress, train_data=tr, test_data=te, caps=caps
+    )
     epochs = workload(spec, n_train=len(tr), n_test=len(te)).rank_epochs  # empty unless rank_every
     ranks = [
         [e, r]
@@ -452,22 +476,24 @@ def pretrain_and_evaluate(
                 epochs,
                 reseed=False,
                 measure=lambda m: metrics.effective_rank(
-                    evaluate.extract_features(m, te.images, pool=spec.pool, progress=False)
+                    evaluate.extract_features(m, te.images, pool=spec.pool, progress=False, caps=caps)
                 ),
             ),
         )
     ]
-    frozen, fte = _frozen_metrics(model, tr, te, spec, blas_threads)
+    frozen, fte = _frozen_metrics(model, tr, te, spec, blas_threads, caps)
     out: dict[str, Any] = {
         "history": res.history,
         **frozen,
-        "rec_loss": reconstruction_loss(model, te.images, spec.mask_ratio, seed=spec.seed),
+        "rec_loss": reconstruction_loss(model, te.images, spec.mask_ratio, seed=spec.seed, caps=caps),
         "rank_by_epoch": ranks,
         "train_seconds": float(sum(h["seconds"] for h in res.history)),
         "finetune_acc": None,
     }
     if spec.finetune_epochs:
-        ft = train.fine_tune(model, tr, te, finetune_config(spec, len(tr)), device=str(dev), progress=progress)
+        ft = train.fine_tune(
+            model, tr, te, finetune_config(spec, len(tr)), device=str(dev), progress=progress, caps=caps
+        )
         out["finetune_acc"] = float(ft.test_acc)
     if spec.keep_features:
         out["test_features"] = fte.cpu().numpy()
@@ -475,12 +501,15 @@ def pretrain_and_evaluate(
     return out
 
 
-def random_init_features(spec: PretrainSpec, *, device: str = "auto") -> dict[str, Any]:
-    """Features of the untrained model of ``spec`` (the 'random init' reference of U-MAE's Fig. 1b)."""
+def random_init_features(
+    spec: PretrainSpec, *, device: str = "auto", caps: DryRunLimits | None = None
+) -> dict[str, Any]:
+    """Features of the untrained model of ``spec`` (the 'random init' reference of U-MAE's Fig. 1b; ``caps``: a
+    dry run's)."""
     dev = resolve_device(device)
     _, te = load_data(spec, dev, progress=False)
     model = build_model(spec).to(dev)
-    f = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False)
+    f = evaluate.extract_features(model, te.images, pool=spec.pool, progress=False, caps=caps)
     return {
         "effective_rank": float(metrics.effective_rank(f)),
         "singular_values": metrics.singular_values(f).cpu().numpy(),

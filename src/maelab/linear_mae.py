@@ -66,9 +66,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._util import blas_limit, dry_cap, pbar
+from ._util import blas_limit, pbar
 from ._validate import ParameterError, in_range, is_bool, one_of, positive_int
 from .metrics import mean_sem
+from .options import DryRunLimits, cap
 
 __all__ = [
     "ClosedForm",
@@ -377,6 +378,7 @@ def train_linear_mae(
     record_every: int = 50,
     init: tuple[Any, Any] | None = None,
     progress: bool | None = None,
+    caps: DryRunLimits | None = None,
 ) -> LinearMAEFit:
     """Fit A, B with Adam (float64, CPU) and return a :class:`LinearMAEFit`.
 
@@ -385,8 +387,8 @@ def train_linear_mae(
     loss divided by n (full-batch gradient descent on the expectation). The learning rate follows a cosine decay
     to 0 when ``cosine``. Everything (init, masks, minibatches) is drawn from ``seed``. ``init=(A, B)`` starts
     from given factors instead of the random ``init_scale`` Gaussian (e.g. to polish a sampled-mask fit with the
-    exact expected-loss gradient). In a dry run (``maelab._util.dry_run_limits``) at most ``train_steps``
-    steps are made.
+    exact expected-loss gradient). In a dry run (``caps``: its :class:`maelab.options.DryRunLimits`) at most
+    ``train_steps`` steps are made.
     """
     import torch
 
@@ -395,7 +397,7 @@ def train_linear_mae(
     ids, num = _patches(patches, d)
     q, rho = mask_moments(m, num, mask_mode)
     positive_int("k", k)
-    steps = dry_cap(positive_int("steps", steps), "train_steps")  # a dry run: a couple of steps
+    steps = cap(positive_int("steps", steps), caps, "train_steps")  # a dry run: a couple of steps
     in_range("lr", lr, 0.0, None, low_open=True)
     one_of("objective", objective, ("sampled", "expected"))
     positive_int("record_every", record_every)

@@ -44,9 +44,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from ._util import dry_run_limits
 from ._validate import ParameterError, in_range, is_bool, one_of, positive_int
 from .masking import patchify, restore, unpatchify
+from .options import DryRunLimits
 
 __all__ = [
     "mean_sem",
@@ -378,11 +378,18 @@ def linear_cka(x, y) -> float:
 
 
 def tsne(
-    features, *, perplexity: float = 30.0, seed: int = 0, max_iter: int = 1000, pca_dims: int | None = None
+    features,
+    *,
+    perplexity: float = 30.0,
+    seed: int = 0,
+    max_iter: int = 1000,
+    pca_dims: int | None = None,
+    caps: DryRunLimits | None = None,
 ) -> np.ndarray:
     """2-D t-SNE embedding (n, 2) with scikit-learn ``TSNE`` (PCA init, ``learning_rate="auto"``, Barnes-Hut,
     ``random_state=seed``): same seed -> same embedding. ``pca_dims`` optionally reduces the features with
-    (exact, deterministic) PCA first, a common speed-up for wide features. Needs ``perplexity < n``.
+    (exact, deterministic) PCA first, a common speed-up for wide features. Needs ``perplexity < n``. ``caps``: a
+    dry run's (:class:`maelab.options.DryRunLimits`): scikit-learn's fewest iterations (250); None: a real run.
     """
     from sklearn.manifold import TSNE
 
@@ -392,7 +399,7 @@ def tsne(
         raise ParameterError("features", "at least 4 rows", (n, x.shape[1]))
     in_range("perplexity", perplexity, 0.0, n, low_open=True, high_open=True)
     positive_int("max_iter", max_iter, minimum=250)
-    if dry_run_limits() is not None:  # dry run (maelab._util.dry_run_limits): scikit-learn's fewest iterations
+    if caps is not None:  # a dry run: scikit-learn's fewest iterations
         max_iter = 250
     if pca_dims is not None:
         positive_int("pca_dims", pca_dims, minimum=2)

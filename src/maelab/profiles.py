@@ -40,9 +40,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ._util import DryRunLimits, dry_run_limits
 from ._validate import ParameterError, in_range, one_of, positive_int
 from ._validate import is_bool as _is_bool
+from .options import DryRunLimits
 from .registry import PaperRegistry, installed
 
 PROFILES: dict[str, dict[str, Any]] = {
@@ -206,7 +206,7 @@ def setting(
     """A settings field: its ``cpu`` default, its one-line meaning and an optional value check.
 
     ``repeats=True`` declares a number or list of independent repetitions (seeds, mask draws, random images per
-    estimate, Monte-Carlo samples): a dry run cuts it to ``maelab._util.DryRunLimits.repeats`` (see
+    estimate, Monte-Carlo samples): a dry run cuts it to ``maelab.options.DryRunLimits.repeats`` (see
     :func:`dry_run_value`). A field named as :data:`REPEAT_FIELD_NAMES` says (``seeds``, ``mc_draws``, ``n_masks``)
     is one whether declared or not. Never declare a field that sets a model, an image side or a sweep: those a dry
     run keeps exactly.
@@ -310,20 +310,21 @@ class NotebookSettings:
         )
 
     @classmethod
-    def for_profile(cls, profile: str, **params: Any) -> NotebookSettings:
+    def for_profile(cls, profile: str, *, caps: DryRunLimits | None = None, **params: Any) -> NotebookSettings:
         """The settings of ``profile``, with ``params`` (notebook parameters naming fields) applied on top.
 
-        In a dry run (``maelab._util.dry_run_limits``) the profile's values are checked first, as they are,
-        and then the :meth:`repeat_fields` are cut to the dry run's ``repeats`` (:meth:`dry_run`): a gpu setting
-        that cannot run fails the dry run whatever the cap.
+        In a dry run (``caps``: the run's :class:`maelab.options.DryRunLimits`, ``ctx.caps``) the profile's values
+        are checked first, as they are, and then the :meth:`repeat_fields` are cut to the dry run's ``repeats``
+        (:meth:`dry_run`): a gpu setting that cannot run fails the dry run whatever the cap.
         """
         allowed = cls.field_names()
         for k in params:
             if k not in allowed:
                 raise ParameterError(k, f"a setting of {cls.__name__} (" + ", ".join(allowed) + ")", params[k])
+        if caps is not None and not isinstance(caps, DryRunLimits):
+            raise ParameterError("caps", "None or a maelab.options.DryRunLimits", type(caps).__name__)
         full = cls(**{**cls.overrides(profile), **params})
-        dry = dry_run_limits()
-        return full if dry is None else full.dry_run(dry.repeats)
+        return full if caps is None else full.dry_run(caps.repeats)
 
     def dry_run(self, cap: int) -> NotebookSettings:
         """These settings with every :meth:`repeat_fields` value cut to ``cap`` repetitions (checked again: a
@@ -428,10 +429,11 @@ def settings_class(notebook: str) -> type:
     return NoSettings
 
 
-def settings(notebook: str, profile: str, **params: Any) -> NotebookSettings:
-    """``notebook``'s settings for ``profile`` (``params``: fields to override)."""
+def settings(notebook: str, profile: str, *, caps: DryRunLimits | None = None, **params: Any) -> NotebookSettings:
+    """``notebook``'s settings for ``profile`` (``params``: fields to override; ``caps``: a dry run's, see
+    :meth:`NotebookSettings.for_profile`)."""
     one_of("profile", profile, PROFILE_NAMES)
-    return settings_class(notebook).for_profile(profile, **params)
+    return settings_class(notebook).for_profile(profile, caps=caps, **params)
 
 
 # ----------------------------------------------------------------------------------------------- core parameters

@@ -29,8 +29,8 @@ from typing import Any
 import torch
 
 from . import metrics
-from ._util import dry_cap
 from ._validate import ParameterError, in_range, positive_int
+from .options import DryRunLimits, cap
 
 __all__ = [
     "DATA_RANGE",
@@ -140,13 +140,20 @@ def masked_patch_losses(
 
 
 def score_model(
-    model, reference, images: torch.Tensor, mask_ratio: float, *, seed: int = 0, fsim: bool = True
+    model,
+    reference,
+    images: torch.Tensor,
+    mask_ratio: float,
+    *,
+    seed: int = 0,
+    fsim: bool = True,
+    caps: DryRunLimits | None = None,
 ) -> dict[str, float]:
     """One row of ``kong_reconstruction``: ``SCORES`` of the unmasked protocol (plain keys), of the masked
     panel at ``mask_ratio`` (keys ``masked_<score>`` and ``masked_mse_masked``) and :func:`masked_patch_losses`
     against ``reference`` (random init). Masks are drawn from CPU generators seeded with ``seed``. A dry run
-    (``maelab._util.dry_run_limits``) scores the first ``DryRunLimits.eval_images`` images."""
-    images = images[: dry_cap(images.shape[0], "eval_images")]
+    (``caps``: its :class:`maelab.options.DryRunLimits`) scores the first ``eval_images`` images."""
+    images = images[: cap(images.shape[0], caps, "eval_images")]
     row: dict[str, float] = {}
     s = reconstruction_scores(model, images, 0.0, fsim=fsim)
     row.update({k: float(s[k]) for k in (*SCORES, "mse") if k in s})

@@ -34,9 +34,10 @@ Guarantees (tested in ``tests/test_store.py`` and ``tests/test_faults.py``):
 * **Fail before computing.** When a result must be computed, the results folder is checked first (creatable,
   writable, lockable, some free space): a problem is a one-line :class:`StoreError`, not an ``OSError`` after
   hours of work. Reading needs no write permission: a render-only run works on a read-only results folder.
-* **Run modes never leak into results.** A dry run (``$MAELAB_DRY_RUN``) stores only under its scratch folder and
-  ``$MAELAB_NO_COMPUTE=record`` stores nothing (:func:`check_mode_allows_writing`, one-line :class:`StoreError`
-  before computing); the on/off variables parse strictly (``0``/``1``/``false``/``true``, else a one-line error).
+* **Run modes never leak into results.** The run mode comes with the run's options (``options``:
+  :class:`maelab.options.RunOptions`, which the book's context passes; no environment variable): a dry run stores
+  only under its scratch folder and ``no_compute="record"`` stores nothing (:func:`check_mode_allows_writing`,
+  one-line :class:`StoreError` before computing).
 * **Formats.** Records written before the value checksum (schema 1) are not trusted by the loader (a record
   stripped down to schema 1 would otherwise skip the check): loading one raises :class:`OldSchemaError` naming
   ``python -m maelab.store migrate ROOT``, which verifies them as the loader does (all but the checksum they lack;
@@ -46,8 +47,10 @@ Guarantees (tested in ``tests/test_store.py`` and ``tests/test_faults.py``):
   ``python -m maelab.store import ARCHIVE`` installs the records a lent GPU machine computed (checked first:
   ``maelab.device.archive``).
 
-Root: ``$MAELAB_RESULTS_DIR`` if set, else ``<repo>/data/results`` -- except for the ``smoke`` profile, whose
-results go to ``<repo>/.cache/results-smoke`` (gitignored): smoke runs never write into ``data/results``.
+Root (:func:`results_root`): the ``root`` argument; else the run options' ``results_root`` (``python -m maelab.book
+run --results-dir``; a dry run: its scratch folder's ``results``); else ``<repo>/data/results`` -- except for the
+``smoke`` profile, whose results go to ``<repo>/.cache/results-smoke`` (gitignored): smoke runs never write into
+``data/results``.
 """
 
 from __future__ import annotations
@@ -79,8 +82,9 @@ from ._records import FLOAT_KEY as _FLOAT_KEY
 from ._records import SCHEMA
 from ._records import canonical as _canonical
 from ._records import sha256_file as _sha256_file  # noqa: F401 - used as store._sha256_file by the tests
-from ._util import DRY_RUN_ENV, FLAG_VALUES, TMP_PREFIX, _owner, atomic_path, dry_run_dir, dry_run_limits, env_flag
+from ._util import TMP_PREFIX, _owner, atomic_path
 from ._validate import ParameterError, one_of
+from .options import RunOptions
 
 PROFILE_ORDER = _records.PROFILES  # best first: the book shows the best profile that has results
 LOCK_PREFIX = ".maelab-lock"  # per-result lock files (gitignored)
@@ -108,12 +112,14 @@ def repo_root() -> Path:
     return Path.cwd()
 
 
-def results_root(profile: str | None = None) -> Path:
-    """The folder results are stored under: ``$MAELAB_RESULTS_DIR`` if set, else ``.cache/results-smoke`` for the
-    ``smoke`` profile and ``data/results`` otherwise (both under the repository root)."""
-    env = os.environ.get("MAELAB_RESULTS_DIR")
-    if env:
-        return Path(env)
+def results_root(profile: str | None = None, options: RunOptions | None = None) -> Path:
+    """The folder results are stored under: the run options' ``results_root`` when set; in a dry run its scratch
+    folder's ``results``; else ``.cache/results-smoke`` for the ``smoke`` profile and ``data/results`` otherwise
+    (both under the repository root)."""
+    if options is not None and options.results_root is not None:
+        return Path(options.results_root)
+    if options is not None and options.dry_run is not None:
+        return options.dry_run.scratch_dir / "results"
     if profile == "smoke":
         return repo_root() / ".cache" / "results-smoke"
     return repo_root() / "data" / "results"
@@ -131,7 +137,10 @@ def record_checksum(record: dict) -> str:
 
 
 # ----------------------------------------------------------------------------------------------- provenance
-def git_state(root: Path | None = None) -> dict:
+def git_state(root: Path | None = None, options: RunOptions | None = None) -> dict:
+    """``{"commit", "dirty"}`` of the tree at ``root`` (stored results themselves do not make it dirty); where git
+    cannot answer (the lent GPU machine's copy has no ``.git``) the run options' ``git`` (what
+    ``maelab.device`` packed), else commit "unknown"."""
     root = root or repo_root()
     try:
         commit = subprocess.run(
@@ -149,28 +158,9 @@ def git_state(root: Path | None = None) -> dict:
         )
     except (OSError, subprocess.SubprocessError):
         commit, dirty = "", False
-    if not commit and os.environ.get(GIT_STATE_ENV):
-        return _git_state_from_env()
+    if not commit and options is not None and options.git is not None:
+        return {"commit": options.git[0], "dirty": options.git[1]}
     return {"commit": commit or "unknown", "dirty": dirty}
-
-
-GIT_STATE_ENV = "MAELAB_GIT_STATE"
-
-
-def _git_state_from_env() -> dict:
-    """``$MAELAB_GIT_STATE`` (JSON ``{"commit": <40 hex digits>, "dirty": bool}``): the state of the tree a run was
-    packed from, set by ``maelab.device``'s runner on a lent machine, whose copy of the tree has no ``.git``. Read
-    only where git cannot answer; anything else is a one-line :class:`maelab.ParameterError`."""
-    raw = os.environ[GIT_STATE_ENV]
-    try:
-        d = json.loads(raw)
-        ok = isinstance(d, dict) and isinstance(d.get("dirty"), bool) and len(str(d.get("commit"))) == 40
-        ok = ok and all(c in "0123456789abcdef" for c in str(d["commit"]))
-    except ValueError:
-        ok = False
-    if not ok:
-        raise ParameterError(GIT_STATE_ENV, 'JSON {"commit": "<40 hex digits>", "dirty": true|false}', raw)
-    return {"commit": d["commit"], "dirty": d["dirty"]}
 
 
 def package_versions() -> dict:
@@ -338,7 +328,7 @@ def check_writable(folder: Path) -> None:
     except OSError as e:
         raise StoreError(
             f"results folder {folder} is not writable ({e.strerror or e}); nothing was computed: "
-            "fix its permissions or set MAELAB_RESULTS_DIR"
+            "fix its permissions or choose another results root (--results-dir)"
         ) from None
     free = shutil.disk_usage(folder).free
     if free < MIN_FREE_BYTES:
@@ -446,6 +436,7 @@ def _provenance(
     device: Any,
     wall: float,
     datasets: dict | None = None,
+    options: RunOptions | None = None,
 ) -> dict:
     if isinstance(seeds, int):
         seeds = [seeds]
@@ -456,7 +447,7 @@ def _provenance(
         "profile": profile,
         "config": _canonical(config),
         "config_hash": config_hash(config),
-        "git": git_state(),
+        "git": git_state(options=options),
         "versions": package_versions(),
         "device": device_description(device),
         "seeds": list(seeds) if seeds is not None else None,
@@ -484,14 +475,16 @@ def save(
     device: Any = None,
     root: str | os.PathLike | None = None,
     wall_time_s: float = 0.0,
+    options: RunOptions | None = None,
 ) -> Result:
-    """Store ``data`` as record (notebook, name, profile) unconditionally (checked, locked, all or nothing)."""
+    """Store ``data`` as record (notebook, name, profile) unconditionally (checked, locked, all or nothing).
+    ``options``: the run's (its root, its mode: :func:`check_mode_allows_writing`; None: a plain run)."""
     _check_names(name, notebook, profile)
-    root = Path(root) if root is not None else results_root(profile)
+    root = Path(root) if root is not None else results_root(profile, options)
     json_path = record_path(root, notebook, name, profile)
     plain, frames, arrays = _split(data)
-    prov = _provenance(notebook, name, profile, config, seeds, device, wall_time_s)
-    check_mode_allows_writing(root)
+    prov = _provenance(notebook, name, profile, config, seeds, device, wall_time_s, options=options)
+    check_mode_allows_writing(root, options)
     check_writable(json_path.parent)
     with lock(json_path.parent, f"{name}.{profile}"):
         got = _publish(json_path, plain, frames, arrays, prov)
@@ -520,64 +513,55 @@ def _stored(json_path: Path, h: str, say: Callable[[str], None], quiet: bool = F
 
 
 # ----------------------------------------------------------------------------------------------- no-compute mode
-NO_COMPUTE_ENV = "MAELAB_NO_COMPUTE"
 NO_COMPUTE_EXEMPT = ("claims",)  # derived from other results and cheap: rewritten even in no-compute mode
 
 
 class StoreMiss(RuntimeError):
-    """No stored result matches the request and ``$MAELAB_NO_COMPUTE`` forbids computing it."""
-
-
-def no_compute_mode() -> str | None:
-    """``$MAELAB_NO_COMPUTE`` read strictly: None (unset, ``""``, ``0``, ``false``: compute), ``"on"`` (``1``,
-    ``true``) or ``"record"``; any other value is a one-line :class:`maelab.ParameterError` naming the variable."""
-    raw = os.environ.get(NO_COMPUTE_ENV)
-    if raw is not None and raw.strip().lower() == "record":
-        return "record"
-    try:
-        return "on" if env_flag(NO_COMPUTE_ENV) else None
-    except ParameterError:
-        raise ParameterError(NO_COMPUTE_ENV, FLAG_VALUES.replace(" or ", ", ") + " or 'record'", raw) from None
+    """No stored result matches the request and the run's ``no_compute`` option forbids computing it."""
 
 
 def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def check_mode_allows_writing(root: Path) -> None:
+def check_mode_allows_writing(root: Path, options: RunOptions | None = None) -> None:
     """Refuse (one-line :class:`StoreError`) to store anything under ``root`` in a run mode whose results are not
     real ones. Called before computing and before every write (:func:`load_or_compute`, :func:`save`).
 
-    * Dry run (``$MAELAB_DRY_RUN`` on, ``maelab._util.dry_run_limits``): only under the dry run's scratch
-      folder (``maelab._util.dry_run_dir``, where ``python -m maelab.book run --dry-run`` puts its results), and
-      never under the committed ``data/results``.
-      A dry run's capped numbers would otherwise be stored under the same record names and config hashes as the
-      real results (the dry run is not part of a result's config) and be loaded by the next plain run.
-    * ``$MAELAB_NO_COMPUTE=record`` (``scripts/migrate_result_keys.py``): nowhere; the mode hands stored records on
-      under requested keys, so nothing derived from them may be stored.
+    * Dry run (``options.dry_run`` set): only under the dry run's scratch folder
+      (:attr:`maelab.options.DryRunLimits.scratch_dir`, where ``python -m maelab.book run --dry-run`` puts its
+      results), and never under the committed ``data/results``. A dry run's capped numbers would otherwise be
+      stored under the same record names and config hashes as the real results (the run options are not part of a
+      result's config) and be loaded by the next plain run.
+    * ``options.no_compute == "record"`` (``scripts/migrate_result_keys.py``): nowhere; the mode hands stored
+      records on under requested keys, so nothing derived from them may be stored.
     """
-    if dry_run_limits() is not None:
-        scratch, target = dry_run_dir().resolve(), Path(root).resolve()
+    if options is None:
+        return
+    if options.dry_run is not None:
+        scratch, target = options.dry_run.scratch_dir.resolve(), Path(root).resolve()
         committed = (repo_root() / "data" / "results").resolve()
         if not _within(target, scratch) or _within(target, committed):
             raise StoreError(
-                f"{DRY_RUN_ENV} is on: a dry run stores results only under its scratch folder {scratch}, not "
-                f"under {target}; use `python -m maelab.book run --dry-run`, or unset {DRY_RUN_ENV} for a real run"
+                f"a dry run stores results only under its scratch folder {scratch}, not under {target}; a dry run is "
+                "`python -m maelab.book run --dry-run` (run options with dry_run=None for a real run)"
             )
-    if no_compute_mode() == "record":
+    if options.no_compute == "record":
         raise StoreError(
-            f"{NO_COMPUTE_ENV}=record stores nothing (stored records are only handed on under the requested keys); "
-            f"unset {NO_COMPUTE_ENV} to store results under {root}"
+            "no_compute='record' stores nothing (stored records are only handed on under the requested keys); "
+            f"run without it to store results under {root}"
         )
 
 
-def _no_compute(name: str, config: dict, h: str, notebook: str, profile: str, json_path: Path) -> Result | None:
-    """Called just before computing. ``$MAELAB_NO_COMPUTE`` off (:func:`no_compute_mode`): None (compute). On: raise
-    a one-line :class:`StoreMiss`. ``record`` (used only by ``scripts/migrate_result_keys.py``): append the request
-    to ``$MAELAB_NO_COMPUTE_LOG`` (JSON lines) and return the stored record as if stored under the requested key,
-    so that one run lists every result whose key changed (and results keyed by their sources' hashes see the new
+def _no_compute(
+    name: str, config: dict, h: str, notebook: str, profile: str, json_path: Path, options: RunOptions | None
+) -> Result | None:
+    """Called just before computing. ``options.no_compute`` None (or no options): None (compute). "on": raise a
+    one-line :class:`StoreMiss`. "record" (used only by ``scripts/migrate_result_keys.py``): append the request to
+    ``options.no_compute_log`` (JSON lines) and return the stored record as if stored under the requested key, so
+    that one run lists every result whose key changed (and results keyed by their sources' hashes see the new
     ones)."""
-    mode = no_compute_mode()
+    mode = options.no_compute if options is not None else None
     if mode is None or name in NO_COMPUTE_EXEMPT:
         return None
     try:
@@ -585,8 +569,8 @@ def _no_compute(name: str, config: dict, h: str, notebook: str, profile: str, js
     except RecordError:
         got = None
     stored = got[1].get("config_hash") if got else None
-    if mode == "record" and got is not None and os.environ.get("MAELAB_NO_COMPUTE_LOG"):
-        with open(os.environ["MAELAB_NO_COMPUTE_LOG"], "a") as f:
+    if mode == "record" and got is not None and options.no_compute_log:
+        with open(options.no_compute_log, "a") as f:
             f.write(
                 json.dumps(
                     {
@@ -640,6 +624,7 @@ def load_or_compute(
     recompute: bool = False,
     root: str | os.PathLike | None = None,
     log: Callable[[str], None] | None = _log_stderr,
+    options: RunOptions | None = None,
 ) -> Result:
     """Return the stored result for (notebook, name, profile) if its config matches, else compute and store it.
 
@@ -651,9 +636,13 @@ def load_or_compute(
         notebook, profile: where it goes (``<root>/<notebook>/<name>.<profile>.*``).
         seeds, device: provenance.
         recompute: compute even when a matching result is stored.
-        root: results root (default :func:`results_root`).
+        root: results root (default :func:`results_root` of ``profile`` and ``options``).
         log: where progress lines go (default: stderr, which the book does not render; ``None``: silent; a tampered
             record is reported on stderr regardless).
+        options: the run's options (:class:`maelab.options.RunOptions`; None: a plain run): its results root and
+            mode -- ``no_compute`` (fail, or hand on a stored record, instead of computing) and the dry run (store
+            only under its scratch folder: :func:`check_mode_allows_writing`) -- and the git state where git cannot
+            answer. Never part of the result's key.
 
     Raises:
         StoreError: the results folder is not writable / lockable / full -- before ``fn`` runs.
@@ -662,7 +651,7 @@ def load_or_compute(
     _check_names(name, notebook, profile)
     if not callable(fn):
         raise ParameterError("fn", "a callable returning a dict", fn)
-    root = Path(root) if root is not None else results_root(profile)
+    root = Path(root) if root is not None else results_root(profile, options)
     h = config_hash(config)
     json_path = record_path(root, notebook, name, profile)
     say = log or (lambda s: None)
@@ -674,12 +663,12 @@ def load_or_compute(
             return found
 
     # ---- compute path: nothing usable is stored ----
-    hit = _no_compute(name, config, h, notebook, profile, json_path)
+    hit = _no_compute(name, config, h, notebook, profile, json_path, options)
     if hit is not None:
         return hit
     from .data.packaged import datasets_used
 
-    check_mode_allows_writing(root)
+    check_mode_allows_writing(root, options)
     check_writable(json_path.parent)
     with lock(json_path.parent, f"{name}.{profile}", say):
         if not recompute:  # another process may have stored it while we waited for the lock
@@ -694,7 +683,7 @@ def load_or_compute(
         if not isinstance(out, dict):
             raise ParameterError("fn", "a callable returning a dict", type(out).__name__)
         plain, frames, arrays = _split(out)
-        prov = _provenance(notebook, name, profile, config, seeds, device, wall, used_datasets)
+        prov = _provenance(notebook, name, profile, config, seeds, device, wall, used_datasets, options)
         got = _publish(json_path, plain, frames, arrays, prov)
     say(f"[store] {json_path.name}: computed in {wall:.1f} s and stored")
     return Result(name, got[0], got[1], False, json_path)

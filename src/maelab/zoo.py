@@ -44,10 +44,11 @@ import torch
 
 from . import evaluate, metrics, models, store
 from . import reconstruction as rc
-from ._util import dry_cap, dry_run_limits, env_flag, resolve_device
-from ._validate import ParameterError
+from ._util import resolve_device
+from ._validate import ParameterError, one_of
 from .claims import ReconstructionCheck
 from .experiments import PretrainSpec, build_model, load_data, pretrain
+from .options import DryRunLimits, RunOptions, cap
 from .profiles import (
     PROFILE_NAMES,
     NotebookSettings,
@@ -253,34 +254,51 @@ def random_init(S: ZooSettings, seed: int, device="cpu", *, unit: int = 1):
     return build_model(spec(S, S.unit_ratio, unit, seed)).to(device).eval()
 
 
-def trained_model(S: ZooSettings, ratio: float, unit: int, seed: int, device="cpu", *, train_data=None, test_data=None):
+def trained_model(
+    S: ZooSettings,
+    ratio: float,
+    unit: int,
+    seed: int,
+    device="cpu",
+    *,
+    train_data=None,
+    test_data=None,
+    caps: DryRunLimits | None = None,
+):
     """The trained model of an entry in eval mode, loaded from its finished checkpoint (the gitignored cache) or
     pre-trained when there is none: for a page's measurement that the entry records do not hold. A page stores
-    what it measures, so the book reads it back without the checkpoints."""
+    what it measures, so the book reads it back without the checkpoints. ``caps``: a dry run's."""
     s = spec(S, ratio, unit, seed)
-    model, _, _, _ = pretrain(s, device=str(device), progress=False, train_data=train_data, test_data=test_data)
+    model, _, _, _ = pretrain(
+        s, device=str(device), progress=False, train_data=train_data, test_data=test_data, caps=caps
+    )
     return model.eval()
 
 
-def _probes(model, tr, te, S: ZooSettings, seed: int) -> dict[str, float]:
+def _probes(model, tr, te, S: ZooSettings, seed: int, caps: DryRunLimits | None = None) -> dict[str, float]:
     out: dict[str, float] = {}
     for pool in POOLS:
-        ftr = evaluate.extract_features(model, tr.images, pool=pool, progress=False)
-        fte = evaluate.extract_features(model, te.images, pool=pool, progress=False)
-        lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=seed, blas_threads=1)
+        ftr = evaluate.extract_features(model, tr.images, pool=pool, progress=False, caps=caps)
+        fte = evaluate.extract_features(model, te.images, pool=pool, progress=False, caps=caps)
+        lp = evaluate.linear_probe(
+            ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=seed, blas_threads=1, caps=caps
+        )
         out[f"linear_acc_{pool}"] = float(lp.test_acc)
-        out[f"knn_acc_{pool}"] = float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels))
+        out[f"knn_acc_{pool}"] = float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels, caps=caps))
         out[f"effective_rank_{pool}"] = float(metrics.effective_rank(fte))
     return out
 
 
-def measure_entry(model, reference, tr, te, S: ZooSettings, ratio: float, seed: int) -> dict[str, float]:
+def measure_entry(
+    model, reference, tr, te, S: ZooSettings, ratio: float, seed: int, caps: DryRunLimits | None = None
+) -> dict[str, float]:
     """The measurements of one entry (see the module docstring): probes per pool, then
-    :func:`maelab.reconstruction.score_model` against ``reference`` (random init, same unit) at ``ratio``."""
-    out = _probes(model, tr, te, S, seed)
-    images = te.images[: dry_cap(S.n_score, "eval_images")].cpu()
+    :func:`maelab.reconstruction.score_model` against ``reference`` (random init, same unit) at ``ratio``.
+    ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`)."""
+    out = _probes(model, tr, te, S, seed, caps)
+    images = te.images[: cap(S.n_score, caps, "eval_images")].cpu()
     model, reference = model.cpu(), reference.cpu()
-    out.update(rc.score_model(model, reference, images, ratio, seed=seed, fsim=S.fsim))
+    out.update(rc.score_model(model, reference, images, ratio, seed=seed, fsim=S.fsim, caps=caps))
     shown = images[:N_EXAMPLES]
     out["examples_pred"] = rc.reconstruct(model, shown)["pred"].numpy()
     out["examples_pasted"] = rc.reconstruct(model, shown, ratio, generator=torch.Generator().manual_seed(seed))[
@@ -301,12 +319,12 @@ def _job_key(S: ZooSettings, job) -> tuple[str, dict]:
     return "raw_pixels", {"what": "raw-pixel probe", "probe_method": S.probe_method, "data": base.init_config()}
 
 
-def _store(name: str, config: dict, fn, profile: str, seed, device, recompute: bool, root=None) -> store.Result:
+def _store(name: str, config: dict, fn, options: RunOptions, seed, device) -> store.Result:
     def guarded():  # only reached when the record must be computed
         cuda = getattr(device, "type", str(device)) == "cuda"
-        if profile == "gpu" and not cuda and dry_run_limits() is None and not env_flag("MAELAB_ALLOW_CPU"):
+        if options.profile == "gpu" and not cuda and options.dry_run is None and not options.allow_cpu:
             raise ParameterError(
-                "device", "a CUDA device for the gpu profile's zoo (or MAELAB_ALLOW_CPU=1 to compute it here)", device
+                "device", "a CUDA device for the gpu profile's zoo (or run options with allow_cpu=True)", device
             )
         return fn()
 
@@ -315,24 +333,31 @@ def _store(name: str, config: dict, fn, profile: str, seed, device, recompute: b
         config,
         guarded,
         notebook=NOTEBOOK,
-        profile=profile,
+        profile=options.profile,
         seeds=seed,
         device=device,
-        recompute=recompute,
-        root=root,
+        recompute=options.recompute,
+        options=options,
     )
 
 
-def entry(
-    S: ZooSettings, ratio: float, unit: int, seed: int, profile: str, *, device="auto", recompute=False, root=None
-):
-    """The store record of one trained entry (pre-trained or loaded from its checkpoint, then measured)."""
-    s, dev = spec(S, ratio, unit, seed), resolve_device(device)
+def _options(options: RunOptions) -> RunOptions:
+    if not isinstance(options, RunOptions):
+        raise ParameterError("options", "a maelab.options.RunOptions (a page passes ctx.options)", options)
+    one_of("options.profile", options.profile, PROFILE_NAMES)
+    return options
+
+
+def entry(S: ZooSettings, ratio: float, unit: int, seed: int, options: RunOptions):
+    """The store record of one trained entry (pre-trained or loaded from its checkpoint, then measured), in the run
+    ``options`` make (profile, device, recompute, results root, dry-run caps: :class:`maelab.options.RunOptions`)."""
+    options = _options(options)
+    s, dev, caps = spec(S, ratio, unit, seed), resolve_device(options.device), options.caps
 
     def compute() -> dict:
         tr, te = load_data(s, dev, progress=False)
-        model, res, _, _ = pretrain(s, device=str(dev), progress=False, train_data=tr, test_data=te)
-        row = measure_entry(model.eval(), random_init(S, seed, dev, unit=unit), tr, te, S, ratio, seed)
+        model, res, _, _ = pretrain(s, device=str(dev), progress=False, train_data=tr, test_data=te, caps=caps)
+        row = measure_entry(model.eval(), random_init(S, seed, dev, unit=unit), tr, te, S, ratio, seed, caps)
         return {
             "ratio": float(ratio),
             "unit": int(unit),
@@ -342,13 +367,14 @@ def entry(
             "train_seconds": float(sum(h["seconds"] for h in res.history)),
         }
 
-    return _store(*_job_key(S, ("entry", seed, ratio, unit)), compute, profile, seed, dev, recompute, root)
+    return _store(*_job_key(S, ("entry", seed, ratio, unit)), compute, options, seed, dev)
 
 
-def random_entry(S: ZooSettings, seed: int, profile: str, *, device="auto", recompute=False, root=None):
+def random_entry(S: ZooSettings, seed: int, options: RunOptions):
     """The store record of the random-init encoder of ``seed``, measured as the entries (masked losses at
     ``unit_ratio``, unit 1; it is its own reference)."""
-    s, dev = spec(S, S.unit_ratio, 1, seed), resolve_device(device)
+    options = _options(options)
+    s, dev, caps = spec(S, S.unit_ratio, 1, seed), resolve_device(options.device), options.caps
 
     def compute() -> dict:
         tr, te = load_data(s, dev, progress=False)
@@ -357,28 +383,31 @@ def random_entry(S: ZooSettings, seed: int, profile: str, *, device="auto", reco
             "ratio": float("nan"),
             "unit": 1,
             "seed": int(seed),
-            **measure_entry(m, random_init(S, seed, dev), tr, te, S, S.unit_ratio, seed),
+            **measure_entry(m, random_init(S, seed, dev), tr, te, S, S.unit_ratio, seed, caps),
             "train_seconds": 0.0,
         }
 
-    return _store(*_job_key(S, ("random", seed, None, None)), compute, profile, seed, dev, recompute, root)
+    return _store(*_job_key(S, ("random", seed, None, None)), compute, options, seed, dev)
 
 
-def raw_pixel_entry(S: ZooSettings, profile: str, *, device="auto", recompute=False, root=None):
+def raw_pixel_entry(S: ZooSettings, options: RunOptions):
     """The store record of the linear probe and 20-NN on raw pixels (flattened images): the floor every encoder's
     probe is read against."""
-    s, dev = spec(S, S.unit_ratio, 1, S.seeds[0]), resolve_device(device)
+    options = _options(options)
+    s, dev, caps = spec(S, S.unit_ratio, 1, S.seeds[0]), resolve_device(options.device), options.caps
 
     def compute() -> dict:
         tr, te = load_data(s, dev, progress=False)
         ftr, fte = tr.images.flatten(1).float().cpu(), te.images.flatten(1).float().cpu()
-        lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=0, blas_threads=1)
+        lp = evaluate.linear_probe(
+            ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=0, blas_threads=1, caps=caps
+        )
         return {
             "linear_acc": float(lp.test_acc),
-            "knn_acc": float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels)),
+            "knn_acc": float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels, caps=caps)),
         }
 
-    return _store(*_job_key(S, ("raw", None, None, None)), compute, profile, None, dev, recompute, root)
+    return _store(*_job_key(S, ("raw", None, None, None)), compute, options, None, dev)
 
 
 def _jobs(S: ZooSettings):
@@ -389,11 +418,11 @@ def _jobs(S: ZooSettings):
     yield ("raw", None, None, None)
 
 
-def _run(job, S, profile, **kw):
+def _run(job, S, options: RunOptions):
     kind, seed, ratio, unit = job
     if kind == "entry":
-        return entry(S, ratio, unit, seed, profile, **kw)
-    return random_entry(S, seed, profile, **kw) if kind == "random" else raw_pixel_entry(S, profile, **kw)
+        return entry(S, ratio, unit, seed, options)
+    return random_entry(S, seed, options) if kind == "random" else raw_pixel_entry(S, options)
 
 
 def fingerprint(S: ZooSettings) -> dict[str, str]:
@@ -402,14 +431,15 @@ def fingerprint(S: ZooSettings) -> dict[str, str]:
     return {name: store.config_hash(cfg) for name, cfg in (_job_key(S, j) for j in _jobs(S) if j[0] != "raw")}
 
 
-def compute(S: ZooSettings, profile: str, *, device="auto", recompute=False, raw_pixels=False, root=None):
+def compute(S: ZooSettings, options: RunOptions, *, raw_pixels: bool = False):
     """Every entry of the zoo (and its random-init baselines; the raw-pixel probe with ``raw_pixels``), each
-    loaded from the store or computed and stored: ``{store name: maelab.store.Result}`` in ``_jobs`` order.
-    What a page calls before it reads the zoo (:func:`load_entries`)."""
+    loaded from the store or computed and stored, in the run ``options`` make (a page passes ``ctx.options``:
+    profile, device, recompute, results root, dry-run caps): ``{store name: maelab.store.Result}`` in ``_jobs``
+    order. What a page calls before it reads the zoo (:func:`load_entries`, with ``root=ctx.root``)."""
     out = {}
     for job in _jobs(S):
         if job[0] != "raw" or raw_pixels:
-            r = _run(job, S, profile, device=device, recompute=recompute, root=root)
+            r = _run(job, S, options)
             out[r.name] = r
     return out
 
@@ -485,6 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--recompute", action="store_true")
     a = ap.parse_args(argv)
+    options = RunOptions(profile=a.profile, device=a.device, recompute=a.recompute)
     S = ZooSettings.for_profile(a.profile)
     if a.command == "status":
         got = load_entries(S, a.profile)
@@ -492,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for job in _jobs(S):
         t = time.time()
-        r = _run(job, S, a.profile, device=a.device, recompute=a.recompute)
+        r = _run(job, S, options)
         print(f"[zoo] {r.name}: {'stored' if r.from_store else 'computed'} ({time.time() - t:.0f} s)", flush=True)
     return 0
 

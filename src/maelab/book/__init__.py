@@ -2,20 +2,22 @@
 
 In a notebook::
 
-    # parameters cell (tagged "parameters"; papermill may inject others)
-    profile, seed, device, recompute, progress = "cpu", 0, "auto", False, None
+    # parameters cell (tagged "parameters"): the run options, which the runner replaces by one papermill parameter
+    # (maelab.options.RunOptions as a dict), and the page's own parameters, which -p NAME=VALUE sets
+    run_options = {"profile": "cpu", "seed": 0, "device": "auto", "recompute": False, "progress": None}
+    mask_ratio = None
     # next cell (input removed): the page's findings box from its stored claims record, redrawn by ctx.finish()
-    from maelab import book; book.show_findings("masking", profile)
+    from maelab import book; book.show_findings("masking", run_options)
     # next cell
-    ctx = maelab.book.setup("masking", profile=profile, seed=seed, device=device, recompute=recompute,
-                            progress=progress)          # validates; one-line error for a bad value
+    ctx = maelab.book.setup("masking", run_options, mask_ratio=mask_ratio)  # one-line error for a bad value
     res = ctx.load_or_compute("spectra", config, fn)   # results as data, with provenance
     ctx.claim("bisulco.eq19_21_sinc", Evidence(...), res)
     ctx.finish()                                        # stores claim evidence, shows provenance
 
 From the shell (``make book`` does both)::
 
-    python -m maelab.book run --profile auto [--only masking] [--recompute] [-p mask_ratio=0.3] [--no-compute]
+    python -m maelab.book run --profile auto [--only masking] [--recompute] [--seed 0] [-p mask_ratio=0.3]
+                              [--no-compute] [--results-dir DIR] [--device auto] [--progress auto|on|off]
     python -m maelab.book build [--strict]
 
 ``--profile auto`` runs each notebook with the best profile that has committed results (gpu > cpu), else cpu.
@@ -25,12 +27,15 @@ A GPU profile without a GPU::
     python -m maelab.book run --profile gpu --dry-run   # every notebook, the gpu settings, 2 steps per run, on CPU
     python -m maelab.book plan --profile gpu            # predicted H100 and CPU minutes per notebook
 
-``--dry-run`` (``maelab._util.dry_run_limits``) executes the notebooks with the profile's exact models, data
-and code paths but caps every training run at a couple of optimiser steps and every evaluation at a few images;
-results and checkpoints go to a temp folder, claims are not scored. ``--profile gpu`` on a machine without CUDA is
-refused with the predicted duration on this CPU unless ``--force-cpu`` is given. ``MAELAB_DRY_RUN=1`` exported by
-hand does not turn a plain ``run`` into a dry run: it is refused in one line (and the store never writes a dry
-run's results outside its temp folder). ``plan`` is the one plan command (``python -m maelab.cost`` only calibrates).
+The command line becomes one frozen :class:`maelab.options.RunOptions` that each kernel receives as its
+``run_options`` parameter; the page's :class:`Context` holds it and hands the library explicit arguments
+(``ctx.caps``, ``ctx.root``). ``--dry-run`` (``RunOptions.dry_run``, :class:`maelab.options.DryRunLimits`) executes
+the notebooks with the profile's exact models, data and code paths but caps every training run at a couple of
+optimiser steps and every evaluation at a few images; results and checkpoints go to a temp folder, claims are not
+scored. ``--profile gpu`` on a machine without CUDA is refused with the predicted duration on this CPU unless
+``--force-cpu`` is given. No environment variable turns a run into a dry run, and the store never writes a dry
+run's results outside its temp folder. ``plan`` is the one plan command (``python -m maelab.cost`` only
+calibrates).
 
 ``build`` refuses failed notebooks, notebooks showing an error, and stale ones: an executed notebook older than its
 source ``notebooks/NAME.md``, its settings module or a file of the results folder it read (modification times;
@@ -103,7 +108,7 @@ _ELSEWHERE = {
     "CLAIMS_RTOL": "context",
     "CLAIMS_ATOL": "context",
     "DRY_RUN_VERDICT": "context",
-    "ALLOW_CPU_ENV": "context",
+    "RunOptions": "context",  # maelab.options.RunOptions, what setup and the runner take
     "verdict_badge": "render",
     "VERDICT_COLORS": "render",
     "PAPER_VALUE": "scoreboard",
@@ -114,7 +119,6 @@ _ELSEWHERE = {
     "run_dry": "runner",
     "run_notebook": "runner",
     "check_parameters": "runner",
-    "check_environment": "runner",
     "parse_parameter": "runner",
     "choose_profile": "runner",
     "stage": "builder",

@@ -76,8 +76,8 @@ def _notebook_inputs(name: str, executed: Path, root: Path) -> list[Path]:
     """What the executed notebook ``executed`` of ``name`` was computed from: its source ``notebooks/NAME.md``, its
     settings module (``maelab/papers/<paper>/settings.py``) and the results it read -- the files of the profile it
     ran with in its own folder of the results root it ran with (both recorded by :func:`run_notebook`; else the
-    profile papermill injected and its default root), and for the notebooks that read every notebook's claims
-    (``LAST``, the scoreboard) every claims record there."""
+    profile papermill injected, in its ``run_options``, and its default root), and for the notebooks that read
+    every notebook's claims (``LAST``, the scoreboard) every claims record there."""
     import nbformat
 
     files = [root / "notebooks" / f"{name}.md"]
@@ -89,9 +89,9 @@ def _notebook_inputs(name: str, executed: Path, root: Path) -> list[Path]:
     except Exception:  # noqa: BLE001 - an unreadable notebook is reported by _error_output
         return files
     recorded = (meta.get("maelab") or {}).get("results_root")
-    profile = (meta.get("maelab") or {}).get("profile") or (meta.get("papermill") or {}).get("parameters", {}).get(
-        "profile"
-    )
+    injected = (meta.get("papermill") or {}).get("parameters", {})
+    options = injected.get("run_options") if isinstance(injected.get("run_options"), dict) else injected
+    profile = (meta.get("maelab") or {}).get("profile") or options.get("profile")
     if recorded:
         results = Path(recorded)
     elif profile in PROFILE_NAMES:

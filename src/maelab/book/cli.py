@@ -8,12 +8,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 from .. import store
 from .._validate import ParameterError
+from ..options import RunOptions
 from ..profiles import PROFILE_NAMES
 from ..registry import RegistryError
 from . import builder, plan, runner, toc
@@ -30,6 +30,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", default="auto", help="auto (best committed, else cpu) | smoke | cpu | gpu")
     r.add_argument("--only", nargs="*", help="notebook names (leave out to run all; at least one if given)")
     r.add_argument("--recompute", action="store_true", help="ignore stored results")
+    r.add_argument("--seed", type=int, default=0, help="the pages' seed (default 0)")
+    r.add_argument(
+        "--progress",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="progress bars on stderr (auto: on unless the environment variable CI is set)",
+    )
     r.add_argument(
         "-p",
         "--param",
@@ -70,11 +77,22 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def run_options(a: argparse.Namespace) -> RunOptions:
+    """The one :class:`maelab.options.RunOptions` of a ``run`` command line (checked field by field: a bad value is
+    a one-line error naming it). ``--dry-run`` adds its caps in ``maelab.book.runner.run_dry``."""
+    return RunOptions(
+        profile=a.profile,
+        seed=a.seed,
+        device=a.device,
+        recompute=a.recompute,
+        progress={"auto": None, "on": True, "off": False}[a.progress],
+        results_root=str(a.results_dir.resolve()) if a.results_dir else None,
+        no_compute="on" if a.no_compute else None,
+        allow_cpu=a.force_cpu,
+    )
+
+
 def _run(a: argparse.Namespace) -> None:
-    if a.results_dir:
-        os.environ["MAELAB_RESULTS_DIR"] = str(a.results_dir.resolve())
-    if a.no_compute:
-        os.environ[store.NO_COMPUTE_ENV] = "1"  # inherited by the papermill kernels
     params = dict(runner.parse_parameter(t) for t in a.param)
     if a.dry_run and (a.results_dir or a.no_compute or a.recompute):
         raise ParameterError(
@@ -82,11 +100,12 @@ def _run(a: argparse.Namespace) -> None:
             "used without --results-dir, --no-compute and --recompute (a dry run computes everything in a temp folder)",
             "--dry-run",
         )
+    options = run_options(a)
     if a.dry_run:
-        runner.run_dry(a.profile if a.profile != "auto" else "gpu", a.only, a.out, device=a.device, extra=params)
+        runner.run_dry(options, a.only, a.out, extra=params)
         print("[book] dry run passed", flush=True)
     else:
-        runner.run(a.profile, a.only, a.out, a.recompute, a.device, extra=params, force_cpu=a.force_cpu)
+        runner.run(options, a.only, a.out, params)
 
 
 def main(argv: list[str] | None = None) -> int:

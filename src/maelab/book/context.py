@@ -3,11 +3,18 @@ record its claims.
 
 In a notebook::
 
-    ctx = maelab.book.setup("masking", profile=profile, seed=seed, device=device, recompute=recompute,
-                            progress=progress)          # validates; one-line error for a bad value
+    # parameters cell: the run options (``python -m maelab.book run`` replaces them) and the page's own settings
+    run_options = {"profile": "cpu", "seed": 0, "device": "auto", "recompute": False, "progress": None}
+    mask_ratio = None
+    # ...
+    ctx = maelab.book.setup("masking", run_options, mask_ratio=mask_ratio)  # one-line error for a bad value
     res = ctx.load_or_compute("spectra", config, fn)   # results as data, with provenance
     ctx.claim("bisulco.eq19_21_sinc", Evidence(...), res)
     ctx.finish()                                        # stores claim evidence, shows provenance
+
+The context holds the run's :class:`maelab.options.RunOptions` (``ctx.options``) and hands the library what it
+needs from them as arguments: ``ctx.caps`` (the dry run's caps, or None) to every function that trains or
+evaluates, ``ctx.root`` (the results folder) to readers of stored results, ``ctx.options`` to the store.
 
 A kernel imports this module (through :mod:`maelab.book`) and nothing of the runner: no papermill, nbformat or
 argparse (``tests/test_book_package.py`` checks it). The cost model is imported only when the gpu profile is asked
@@ -25,9 +32,10 @@ from typing import Any
 
 from .. import claims as claims_mod
 from .. import store
-from .._util import dry_run_limits, env_flag, progress_enabled, resolve_device, seed_everything
+from .._util import progress_enabled, resolve_device, seed_everything
 from .._validate import ParameterError
-from ..profiles import NotebookSettings, settings_class, validate_core
+from ..options import DryRunLimits, RunOptions
+from ..profiles import CORE_PARAMS, NotebookSettings, settings_class, validate_core
 from .render import refresh_findings
 from .scoreboard import format_value
 
@@ -36,7 +44,6 @@ from .scoreboard import format_value
 # verdicts: a last-digit BLAS difference on another CPU does not rewrite committed records.
 CLAIMS_RTOL, CLAIMS_ATOL = 1e-9, 1e-12
 DRY_RUN_VERDICT = "dry run"  # what Context.claim returns in a dry run (nothing is scored or stored)
-ALLOW_CPU_ENV = "MAELAB_ALLOW_CPU"  # "1": compute gpu-profile results on a machine without CUDA (--force-cpu)
 
 
 class EvidenceChanged(UserWarning):
@@ -49,20 +56,46 @@ class GpuUnavailable(RuntimeError):
 
 @dataclasses.dataclass
 class Context:
-    """One page's run: its notebook, validated core parameters, settings for the profile, the results it has used
-    (for its provenance table) and the claims it has recorded (stored by :meth:`finish`). Built by :func:`setup`."""
+    """One page's run: its notebook, its run options (:class:`maelab.options.RunOptions`), the resolved device and
+    progress flag, settings for the profile, the results it has used (for its provenance table) and the claims it
+    has recorded (stored by :meth:`finish`). Built by :func:`setup`."""
 
     notebook: str
-    profile: str
-    seed: int
+    options: RunOptions
     device: Any
-    recompute: bool
     progress: bool
     params: dict
     settings: NotebookSettings
     results: list = dataclasses.field(default_factory=list)
     _claims: dict = dataclasses.field(default_factory=dict)
     _claim_keys: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def profile(self) -> str:
+        """The run's profile (smoke, cpu or gpu)."""
+        return self.options.profile
+
+    @property
+    def seed(self) -> int:
+        """The page's seed."""
+        return self.options.seed
+
+    @property
+    def recompute(self) -> bool:
+        """Whether stored results are ignored and computed again."""
+        return self.options.recompute
+
+    @property
+    def caps(self) -> DryRunLimits | None:
+        """The dry run's caps, or None in a real run. Pass them as ``caps=ctx.caps`` to every library function that
+        trains or evaluates, so that a dry run stays a few steps on a few images all the way down."""
+        return self.options.dry_run
+
+    @property
+    def root(self):
+        """The results folder this run reads and writes, ``maelab.store.results_root`` of its profile and options.
+        Pass it to readers of stored results, e.g. ``maelab.zoo.load_entries(S, ctx.profile, root=ctx.root)``."""
+        return store.results_root(self.profile, self.options)
 
     def load_or_compute(self, name: str, config: dict, fn: Callable[[], dict], seeds=None) -> store.Result:
         """:func:`maelab.store.load_or_compute` with this notebook's profile, seed, device and recompute flag.
@@ -77,8 +110,8 @@ class Context:
         if (
             self.profile == "gpu"
             and getattr(self.device, "type", "cpu") != "cuda"
-            and dry_run_limits() is None
-            and not env_flag(ALLOW_CPU_ENV)
+            and self.caps is None
+            and not self.options.allow_cpu
         ):
 
             def fn(fn=fn):  # only reached when the result must be computed (a stored one is loaded)
@@ -95,6 +128,7 @@ class Context:
             seeds=seeds if seeds is not None else [self.seed],
             device=self.device,
             recompute=self.recompute,
+            options=self.options,
         )
         self.results.append(res)
         return res
@@ -110,7 +144,7 @@ class Context:
         """
         if "profile" in config:
             raise ParameterError("config key", "not 'profile' (Context adds it)", "profile")
-        res = store.read(notebook, name, self.profile, {"profile": self.profile, **config})
+        res = store.read(notebook, name, self.profile, {"profile": self.profile, **config}, root=self.root)
         if res is None:
             if missing_ok:
                 return None
@@ -129,7 +163,7 @@ class Context:
         c = claims_mod.REGISTRY[claim_id]
         if c.notebook != self.notebook:
             raise ParameterError("claim_id", f"a claim of notebook {self.notebook!r}", claim_id)
-        if dry_run_limits() is not None:  # a couple of steps per run: nothing to score
+        if self.caps is not None:  # a couple of steps per run: nothing to score
             return DRY_RUN_VERDICT, "dry run: capped training, not scored"
         v, why = claims_mod.verdict(c, evidence)
         _refuse_shared_samples(c, evidence, self._claims)
@@ -190,18 +224,18 @@ class Context:
         the record is rewritten (the page must show what the code computes) and an :class:`EvidenceChanged`
         warning says so in one line.
         """
-        if dry_run_limits() is not None:
+        if self.caps is not None:
             print(
                 "DRY RUN: every training run was capped at a couple of optimiser steps and every evaluation at a "
                 "few images; the numbers on this page mean nothing and no claim was scored or stored.",
                 flush=True,
             )
             return None
-        if store.no_compute_mode() == "record":  # stored records handed on under requested keys: nothing stored
-            print("[claims] MAELAB_NO_COMPUTE=record: claims evaluated, not stored", file=sys.stderr, flush=True)
+        if self.options.no_compute == "record":  # stored records handed on under requested keys: nothing stored
+            print("[claims] no_compute='record': claims evaluated, not stored", file=sys.stderr, flush=True)
             return None
         res = self._store_claims()
-        refresh_findings(self.notebook, self.profile)
+        refresh_findings(self.notebook, self.profile, self.root)
         return res
 
     def _store_claims(self) -> store.Result | None:
@@ -214,7 +248,7 @@ class Context:
             "claims": {k: self._claim_keys[k] for k in sorted(self._claim_keys)},
         }
         try:
-            stored = store.load(self.notebook, "claims", self.profile)
+            stored = store.load(self.notebook, "claims", self.profile, root=self.root)
         except store.OldSchemaError:
             raise
         except store.RecordError as e:
@@ -238,6 +272,7 @@ class Context:
             profile=self.profile,
             seeds=[self.seed],
             device=self.device,
+            options=self.options,
         )
 
     def provenance_frame(self):
@@ -263,43 +298,43 @@ class Context:
         return pd.DataFrame(rows)
 
 
-def setup(
-    notebook: str,
-    *,
-    profile: str,
-    seed: int = 0,
-    device: str = "auto",
-    recompute: bool = False,
-    progress: bool | None = None,
-    **params: Any,
-) -> Context:
-    """Validate a notebook's parameters (one-line ParameterError on the first bad one) and build its context.
+def setup(notebook: str, run_options: Any = None, **params: Any) -> Context:
+    """Validate a notebook's run options and parameters (one-line ParameterError on the first bad one) and build its
+    context.
 
-    ``params`` name fields of the notebook's settings class (``None`` keeps the profile's value); any other name
-    is an error listing the allowed ones.
+    ``run_options``: the page's ``run_options`` parameter -- the dict ``python -m maelab.book run`` injects
+    (:meth:`maelab.options.RunOptions.to_param`), or the page's own defaults when opened by hand (any subset of the
+    fields) -- a :class:`~maelab.options.RunOptions`, or None (the defaults). ``params`` name fields of the
+    notebook's settings class (``None`` keeps the profile's value; any other name is an error listing the allowed
+    ones) or one of the run options' core fields (``profile``, ``seed``, ``device``, ``recompute``, ``progress``),
+    which then replace the options' value: ``setup("masking", profile="smoke")`` by hand.
+
+    In a dry run (``run_options`` with ``dry_run``) the settings' repetitions are cut to the caps
+    (:meth:`maelab.profiles.NotebookSettings.for_profile`).
     """
     cls = settings_class(notebook)
-    checked = validate_core(
-        {"profile": profile, "seed": seed, "device": device, "recompute": recompute, "progress": progress}
-    )
+    opts = RunOptions.from_param(run_options)
+    core = {k: params.pop(k) for k in CORE_PARAMS if k in params}
+    if core:
+        validate_core(core)
+        opts = opts.replace(**core)
+    validate_core({"profile": opts.profile})  # a kernel runs one profile ("auto" is the runner's)
     extra = {k: v for k, v in params.items() if v is not None}
-    S = cls.for_profile(checked["profile"], **extra)  # unknown names and bad values: one-line ParameterError
-    dev = resolve_device(checked["device"])
-    if dry_run_limits() is not None:
+    S = cls.for_profile(opts.profile, caps=opts.dry_run, **extra)  # unknown names, bad values: one-line errors
+    dev = resolve_device(opts.device)
+    if opts.dry_run is not None:
         print(
-            f"DRY RUN of {notebook} with profile={checked['profile']}: the profile's models, data and code paths, "
+            f"DRY RUN of {notebook} with profile={opts.profile}: the profile's models, data and code paths, "
             "a couple of optimiser steps per training run, a few images per evaluation; results in a temp "
             "folder, claims not scored.",
             flush=True,
         )
-    seed_everything(checked["seed"])
+    seed_everything(opts.seed)
     return Context(
         notebook=notebook,
-        profile=checked["profile"],
-        seed=checked["seed"],
+        options=opts,
         device=dev,
-        recompute=checked["recompute"],
-        progress=progress_enabled(checked["progress"]),
+        progress=progress_enabled(opts.progress),
         params=extra,
         settings=S,
     )

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from .. import store
 from .._validate import ParameterError
-from .context import ALLOW_CPU_ENV
 from .toc import LAST, notebooks_in_order
 
 
@@ -48,7 +47,7 @@ def gpu_on_cpu_message(notebooks: list[str], calibration=None) -> str:
     return (
         f"profile 'gpu' ({what}) needs a CUDA GPU and torch.cuda.is_available() is False here; {est}: run "
         "--profile cpu instead, or --dry-run to check the gpu settings on this CPU in minutes, or add --force-cpu "
-        f"(env {ALLOW_CPU_ENV}=1) to compute it here anyway"
+        "(run options allow_cpu=True) to compute it here anyway"
     )
 
 

@@ -119,7 +119,7 @@ def _record_note(board) -> str:
     )
 
 
-def findings(notebook: str, profile: str | None = None, *, when: str = "stored"):
+def findings(notebook: str, profile: str | None = None, *, when: str = "stored", root=None):
     """The findings box of a notebook page: its claims, our value against the paper's, each verdict as a badge.
 
     Everything comes from the stored claims record (:func:`maelab.book.collect_claims`): verdicts are recomputed
@@ -131,6 +131,7 @@ def findings(notebook: str, profile: str | None = None, *, when: str = "stored")
         profile: the profile whose record is shown (a page shows its own run's); ``None``: the best one stored.
         when: ``"stored"``, ``"before"`` (drawn before this run records its claims) or ``"after"`` (redrawn by
             :meth:`maelab.book.Context.finish`): only the note under the table differs.
+        root: the results folder to read (None: the default ones, see :func:`maelab.book.collect_claims`).
 
     Returns:
         ``IPython.display.HTML``.
@@ -139,7 +140,7 @@ def findings(notebook: str, profile: str | None = None, *, when: str = "stored")
 
     one_of("when", when, ("stored", "before", "after"))
     one_of("notebook", notebook, notebooks_in_order())
-    board = collect_claims(notebooks=[notebook], profile=profile)
+    board = collect_claims(notebooks=[notebook], profile=profile, root=root)
     note = {
         "stored": "Verdicts from the stored claims record",
         "before": "Verdicts stored before this run (this box is redrawn when the page has run)",
@@ -151,28 +152,41 @@ def findings(notebook: str, profile: str | None = None, *, when: str = "stored")
     )
 
 
-def show_findings(notebook: str, profile: str) -> None:
+def show_findings(notebook: str, options: Any) -> None:
     """Display a page's findings box (as stored before this run) and let :meth:`maelab.book.Context.finish` redraw
     it.
 
     The one-liner that opens each notebook page, before its setup cell::
 
-        from maelab import book; book.show_findings("masking", profile)
+        from maelab import book; book.show_findings("masking", run_options)
+
+    ``options``: the page's run options (the ``run_options`` parameter: a dict or
+    :class:`maelab.options.RunOptions`, whose profile and results folder are read), or a profile's name.
     """
     from IPython.display import display
 
-    one_of("profile", profile, PROFILE_NAMES)
-    handle = display(findings(notebook, profile, when="before"), display_id=True)
+    from .. import store
+    from ..options import RunOptions
+
+    if isinstance(options, str):
+        one_of("profile", options, PROFILE_NAMES)
+        profile, root = options, None
+    else:
+        opts = RunOptions.from_param(options)
+        one_of("profile", opts.profile, PROFILE_NAMES)
+        profile, root = opts.profile, store.results_root(opts.profile, opts)
+    handle = display(findings(notebook, profile, when="before", root=root), display_id=True)
     if handle is not None:
         _FINDINGS_VIEWS[(notebook, profile)] = handle
 
 
-def refresh_findings(notebook: str, profile: str) -> None:
+def refresh_findings(notebook: str, profile: str, root=None) -> None:
     """Redraw the findings box :func:`show_findings` displayed for ``(notebook, profile)``, from the record stored
-    now (nothing when none was displayed)."""
+    now under ``root`` (the run's results folder; None: the profile's default); nothing when none was
+    displayed."""
     handle = _FINDINGS_VIEWS.get((notebook, profile))
     if handle is not None:
-        handle.update(findings(notebook, profile, when="after"))
+        handle.update(findings(notebook, profile, when="after", root=root))
 
 
 def paper_findings(paper: str, board=None, *, link_base: str = ""):

@@ -1,13 +1,16 @@
 """The runner: every notebook executed through papermill, with its parameters checked first.
 
 ``python -m maelab.book run --profile auto [--only NAME ...] [--recompute] [-p NAME=VALUE] [--no-compute]`` (see
-:mod:`maelab.book`). ``--profile auto`` runs each notebook with the best profile that has committed results
-(gpu > cpu), else cpu. ``--dry-run`` (``run_dry``, ``maelab._util.dry_run_limits``) executes the notebooks with
-the profile's exact models, data and code paths but caps every training run at a couple of optimiser steps and
-every evaluation at a few images; results and checkpoints go to a temp folder, claims are not scored. ``--profile
-gpu`` on a machine without CUDA is refused with the predicted duration on this CPU unless ``--force-cpu`` is given.
-``MAELAB_DRY_RUN=1`` exported by hand does not turn a plain ``run`` into a dry run: it is refused in one line (and
-the store never writes a dry run's results outside its temp folder).
+:mod:`maelab.book`). The command line becomes one :class:`maelab.options.RunOptions` (made once, frozen); each
+kernel gets it as one papermill parameter, ``run_options`` (:meth:`~maelab.options.RunOptions.to_param`, a plain
+dict), with the notebook's profile in it: ``--profile auto`` runs each notebook with the best profile that has
+committed results (gpu > cpu), else cpu. ``--dry-run`` (``run_dry``) executes the notebooks with the profile's
+exact models, data and code paths under the dry-run caps (``RunOptions.dry_run``, :class:`maelab.options.DryRunLimits`):
+every training run capped at a couple of optimiser steps and every evaluation at a few images; results and
+checkpoints go to a temp folder, claims are not scored. ``--profile gpu`` on a machine without CUDA is refused with
+the predicted duration on this CPU unless ``--force-cpu`` is given (``allow_cpu``). No environment variable carries
+a run option: an exported ``MAELAB_DRY_RUN`` (the old switch) does nothing, and the store refuses to write a dry
+run's results outside its temp folder whatever the caller does.
 
 Each kernel gets the paper registry from the code the installed registry gives (the ``bootstrap`` of
 :class:`maelab.registry.PaperRegistry`), injected as a code cell right after the parameters (tagged
@@ -25,44 +28,46 @@ from pathlib import Path
 from typing import Any
 
 from .. import store
-from .._util import DRY_RUN_DIR_ENV, DRY_RUN_ENV, TMP_PREFIX, dry_run_limits, env_flag, progress_enabled, resolve_device
+from .._util import TMP_PREFIX, resolve_device
 from .._validate import ParameterError, folder_path
-from ..profiles import CORE_PARAMS, PROFILE_NAMES, settings_class, validate_core
+from ..options import DryRunLimits, RunOptions
+from ..profiles import CORE_PARAMS, settings_class, validate_core
 from ..registry import installed
 from . import freshness
-from .context import ALLOW_CPU_ENV, GpuUnavailable
+from .context import GpuUnavailable
 from .plan import gpu_on_cpu_message
 from .toc import LAST, NotebookFailed, notebook_parameters, notebooks_in_order
 
 REGISTRY_TAG = "injected-registry"  # the tag of the cell that installs the paper registry in a kernel
 
 
-def choose_profile(notebook: str, requested: str) -> str:
-    """``requested``, or for "auto" the best profile with committed results for ``notebook`` (gpu > cpu), else cpu."""
+def choose_profile(notebook: str, requested: str, options: RunOptions | None = None) -> str:
+    """``requested``, or for "auto" the best profile with committed results for ``notebook`` (gpu > cpu) in the
+    results folder of ``options`` (default ``data/results``), else cpu."""
     if requested != "auto":
         return requested
-    found = [p for p in store.stored_profiles(notebook, store.results_root("cpu")) if p != "smoke"]
+    found = [p for p in store.stored_profiles(notebook, store.results_root("cpu", options)) if p != "smoke"]
     return found[0] if found else "cpu"
 
 
-RUNNER_FLAGS = ("profile", "recompute", "device")  # set by the runner's own options, not by -p
+RUN_OPTIONS = "run_options"  # the one papermill parameter that carries the run options (RunOptions.to_param)
+RUNNER_FLAGS = (RUN_OPTIONS, *CORE_PARAMS)  # set by the runner's own options (--profile, --seed, ...), not by -p
 
 
-def check_parameters(name: str, profile: str, params: dict[str, Any], root: Path | None = None) -> None:
+def check_parameters(
+    name: str, profile: str, params: dict[str, Any], root: Path | None = None, caps: DryRunLimits | None = None
+) -> None:
     """Reject, before papermill starts, a parameter that notebook ``name`` does not declare or a bad value.
 
-    Allowed: the names of its ``parameters`` cell other than the runner's own options (profile, recompute,
-    device). Values: core ones by :func:`maelab.profiles.validate_core`, the rest by the notebook's settings
-    class for ``profile`` (so ``mask_ratio=0`` on the masking page fails here, in one line).
+    Allowed: the names of its ``parameters`` cell other than the run options (``run_options``, set by the
+    runner's own options). Values: by the notebook's settings class for ``profile`` (so ``mask_ratio=0`` on the
+    masking page fails here, in one line), cut as a dry run with ``caps`` would cut them.
     """
     allowed = [n for n in notebook_parameters(name, root) if n not in RUNNER_FLAGS]
     for k, v in params.items():
         if k not in allowed:
             raise ParameterError(k, f"a parameter of notebook {name!r} (" + ", ".join(allowed) + ")", v)
-    validate_core({k: v for k, v in params.items() if k in CORE_PARAMS})
-    settings_class(name).for_profile(
-        profile, **{k: v for k, v in params.items() if k not in CORE_PARAMS and v is not None}
-    )
+    settings_class(name).for_profile(profile, caps=caps, **{k: v for k, v in params.items() if v is not None})
 
 
 def parse_parameter(text: str) -> tuple[str, Any]:
@@ -79,19 +84,30 @@ def parse_parameter(text: str) -> tuple[str, Any]:
         return name, raw.strip()
 
 
+def _options(options: RunOptions | str | None) -> RunOptions:
+    """``options`` as a :class:`RunOptions`: a profile's name is ``RunOptions(profile=name)``."""
+    if isinstance(options, str):
+        return RunOptions(profile=options)
+    if options is None:
+        return RunOptions()
+    if not isinstance(options, RunOptions):
+        raise ParameterError("options", "a maelab.options.RunOptions or a profile's name", options)
+    return options
+
+
 def run_notebook(
     name: str,
-    profile: str,
+    options: RunOptions | str,
     out_dir: Path,
     *,
-    recompute: bool = False,
-    device: str = "auto",
     extra: dict | None = None,
     root: Path | None = None,
 ) -> Path:
     """Execute notebooks/NAME.md through papermill into out_dir/NAME.ipynb; NotebookFailed names the cell.
 
-    The kernel installs the paper registry first (``inject_registry``). The notebook executes into a temp file
+    ``options``: the run options the kernel gets as its ``run_options`` parameter (a profile's name: the defaults
+    with that profile; not "auto"); ``extra``: the notebook's own parameters. The kernel installs the paper registry
+    first (``inject_registry``). The notebook executes into a temp file
     that replaces NAME.ipynb only on success: a failed run keeps the last good executed notebook, leaves its own
     output in NAME.failed.ipynb, and ``stage`` (:mod:`maelab.book.builder`) refuses to build the book until a later run
     of NAME succeeds (which removes NAME.failed.ipynb).
@@ -100,6 +116,9 @@ def run_notebook(
     import nbformat
     import papermill as pm
 
+    options = _options(options)
+    validate_core({"profile": options.profile})
+    profile = options.profile
     root = root or store.repo_root()
     src = root / "notebooks" / f"{name}.md"
     if not src.exists():
@@ -108,11 +127,13 @@ def run_notebook(
     nb = inject_registry(jupytext.read(src))
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     # where this run reads and writes its results: what `build` compares the executed notebook's age against
-    results = store.results_root(profile).resolve()
+    results = store.results_root(profile, options).resolve()
     nb.metadata["maelab"] = {"profile": profile, "results_root": str(results)}
     out, failed = out_dir / f"{name}.ipynb", out_dir / f"{name}.failed.ipynb"
-    params = {"profile": profile, "recompute": recompute, "device": device, **(extra or {})}
-    if not recompute and out.exists() and not failed.exists():  # unchanged since its last run: not re-executed
+    params = {RUN_OPTIONS: options.to_param(), **(extra or {})}
+    # a dry run, --recompute and the no-compute "record" mode (which logs what each page reads) always execute
+    fresh_ok = not options.recompute and options.dry_run is None and options.no_compute != "record"
+    if fresh_ok and out.exists() and not failed.exists():  # unchanged since its last run: not re-executed
         key, ran_with = freshness.recorded_key(out)
         if key is not None and ran_with == params and key == freshness.inputs_key(name, params, results, root):
             print(
@@ -182,63 +203,24 @@ def inject_registry(nb):
 
 
 def run(
-    profile: str = "auto",
+    options: RunOptions | str = "auto",
     only: list[str] | None = None,
     out_dir: Path | None = None,
-    recompute: bool = False,
-    device: str = "auto",
     extra: dict | None = None,
-    *,
-    dry_run: bool = False,
-    force_cpu: bool = False,
 ) -> list[Path]:
-    """Execute notebooks (see :mod:`maelab.book.runner`). ``dry_run``: see ``run_dry``; ``force_cpu``: let
-    ``profile="gpu"`` compute on a machine without CUDA."""
-    check_environment()
-    if dry_run:
-        return run_dry(profile, only, out_dir, device=device, extra=extra)
-    if dry_run_limits() is not None:
-        raise ParameterError(
-            DRY_RUN_ENV,
-            "unset (or 0) for a plain run: a dry run is `python -m maelab.book run --dry-run`, which keeps its "
-            "capped results in a temp folder",
-            os.environ.get(DRY_RUN_ENV),
-        )
-    return _run(profile, only, out_dir, recompute, device, extra, force_cpu=force_cpu)
-
-
-def check_environment() -> None:
-    """Read every on/off variable the notebook kernels inherit (``MAELAB_DRY_RUN``, ``MAELAB_NO_COMPUTE``,
-    ``MAELAB_ALLOW_CPU``, ``MAELAB_PROGRESS``) strictly, so that a bad value fails in one line before the first
-    notebook runs, not inside one (``maelab._util.env_flag``)."""
-    dry_run_limits()
-    store.no_compute_mode()
-    env_flag(ALLOW_CPU_ENV)
-    progress_enabled()
-
-
-def _run(
-    profile: str,
-    only: list[str] | None,
-    out_dir: Path | None,
-    recompute: bool,
-    device: str,
-    extra: dict | None,
-    *,
-    force_cpu: bool = False,
-) -> list[Path]:
-    """:func:`run` without the dry-run switch (a plain run, or the one inside :func:`run_dry`)."""
+    """Execute notebooks (see :mod:`maelab.book.runner`) with the run ``options`` (a
+    :class:`maelab.options.RunOptions`, or a profile's name for the defaults with that profile; profile "auto":
+    each notebook's best committed one), the notebooks ``only`` (default: all, in the book's order) into
+    ``out_dir`` (default ``_build/executed``); ``extra``: notebook parameters (``-p``). Options with ``dry_run``
+    set: ``run_dry``'s run (results in its scratch folder)."""
+    options = _options(options)
     root = store.repo_root()
     out_dir = folder_path("out_dir (--out)", out_dir) if out_dir else root / "_build" / "executed"
-    if profile != "auto" and profile not in PROFILE_NAMES:
-        raise ParameterError("profile", "one of 'auto', " + ", ".join(repr(p) for p in PROFILE_NAMES), profile)
-    if force_cpu:
-        os.environ[ALLOW_CPU_ENV] = "1"  # inherited by the notebook kernels
-    elif (
-        profile == "gpu"
-        and dry_run_limits() is None
-        and not env_flag(ALLOW_CPU_ENV)
-        and resolve_device(device).type != "cuda"
+    if (
+        options.profile == "gpu"
+        and options.dry_run is None
+        and not options.allow_cpu
+        and resolve_device(options.device).type != "cuda"
     ):
         raise GpuUnavailable(gpu_on_cpu_message(only or [n for n in notebooks_in_order(root) if n not in LAST]))
     names = notebooks_in_order(root)
@@ -251,51 +233,51 @@ def _run(
         names = [n for n in names if n in only]
     plan = []
     for name in names:
-        prof = "cpu" if (profile == "auto" and name in LAST) else choose_profile(name, profile)
-        if profile == "smoke":
-            prof = "smoke"
-        check_parameters(name, prof, extra or {}, root)  # every notebook checked before the first one runs
-        plan.append((name, prof))
-    return [
-        run_notebook(name, prof, out_dir, recompute=recompute, device=device, extra=extra, root=root)
-        for name, prof in plan
-    ]
+        prof = "cpu" if (options.profile == "auto" and name in LAST) else choose_profile(name, options.profile, options)
+        # every notebook checked before the first one runs
+        check_parameters(name, prof, extra or {}, root, options.dry_run)
+        plan.append((name, options.replace(profile=prof)))
+    return [run_notebook(name, opts, out_dir, extra=extra, root=root) for name, opts in plan]
 
 
 def run_dry(
-    profile: str = "gpu",
+    options: RunOptions | str = "gpu",
     only: list[str] | None = None,
     out_dir: Path | None = None,
     *,
-    device: str = "auto",
     extra: dict | None = None,
     keep: bool = False,
 ) -> list[Path]:
-    """Execute the notebooks with ``profile``'s settings under the dry-run caps (``maelab._util.dry_run_limits``).
+    """Execute the notebooks with ``options``' profile (default gpu; "auto" means gpu) and device under the dry-run
+    caps (:class:`maelab.options.DryRunLimits`).
 
-    Everything goes to a fresh temp folder (results, checkpoints and, unless ``out_dir`` is given, the executed
-    notebooks): never ``data/results``, the smoke cache or the checkpoint cache. The folder is removed after a
-    successful run unless ``keep`` or ``out_dir`` (the executed notebooks stay there); after a failure it is kept and
-    its path is printed. A setting that cannot run fails as :class:`NotebookFailed`, one line naming the notebook,
-    the cell and the error. The environment is restored afterwards.
+    Everything goes to a fresh temp folder, the caps' scratch folder (results, checkpoints and, unless ``out_dir``
+    is given, the executed notebooks): never ``data/results``, the smoke cache or the checkpoint cache. The folder
+    is removed after a successful run unless ``keep`` or ``out_dir`` (the executed notebooks stay there); after a
+    failure it is kept and its path is printed. A setting that cannot run fails as :class:`NotebookFailed`, one
+    line naming the notebook, the cell and the error. ``options`` with a results folder, ``no_compute`` or
+    ``recompute`` are refused (a dry run computes everything, in its temp folder).
     """
     import tempfile
 
-    check_environment()
+    options = _options(options)
+    if options.results_root is not None or options.no_compute is not None or options.recompute:
+        raise ParameterError(
+            "--dry-run",
+            "used without --results-dir, --no-compute and --recompute (a dry run computes everything in a temp folder)",
+            "--dry-run",
+        )
+    profile = "gpu" if options.profile == "auto" else options.profile
     scratch = Path(tempfile.mkdtemp(prefix="maelab-dry-run-"))
-    saved = {k: os.environ.get(k) for k in (DRY_RUN_ENV, DRY_RUN_DIR_ENV, "MAELAB_RESULTS_DIR")}
-    os.environ.update({DRY_RUN_ENV: "1", DRY_RUN_DIR_ENV: str(scratch), "MAELAB_RESULTS_DIR": str(scratch / "results")})
+    dry = options.replace(
+        profile=profile, dry_run=DryRunLimits(scratch=str(scratch)), results_root=str(scratch / "results")
+    )
     ok = False
     try:
-        outs = _run(profile, only, Path(out_dir) if out_dir else scratch / "executed", False, device, extra)
+        outs = run(dry, only, Path(out_dir) if out_dir else scratch / "executed", extra)
         ok = True
         return outs
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         if ok and not keep:
             shutil.rmtree(scratch, ignore_errors=True)
         elif not ok:

@@ -60,10 +60,11 @@ def format_value(ev: claims_mod.Evidence, unit: str = "") -> str:
     return s + (f" (mean ± s.e., n={ev.n})" if ev.std is not None else "")
 
 
-def _claim_roots() -> list[Path]:
-    env = os.environ.get("MAELAB_RESULTS_DIR")
-    if env:
-        return [Path(env)]
+def _claim_roots(root: str | os.PathLike | None = None) -> list[Path]:
+    """Where the scoreboard looks for claims records: ``root`` (a run's results folder, ``--results-dir``), else
+    the committed results and the smoke cache."""
+    if root is not None:
+        return [Path(root)]
     return [store.results_root("cpu"), store.results_root("smoke")]
 
 
@@ -80,17 +81,18 @@ def _claims_record(root: Path, notebook: str, profile: str) -> tuple[str, dict |
 
 
 def _best_claims_records(
-    notebooks: list[str] | None = None, profile: str | None = None
+    notebooks: list[str] | None = None, profile: str | None = None, root: str | os.PathLike | None = None
 ) -> dict[str, tuple[str, dict | None, dict | None, str]]:
     """notebook -> (profile, claim rows, provenance, error) of the claims record a page or the scoreboard shows.
 
     ``profile=None``: the best profile stored for each notebook (gpu > cpu > smoke) over the claim roots;
     a profile: that profile's record in its results root (where :meth:`maelab.book.Context.finish` stores it).
+    ``root``: the results folder to read (None: the default ones, :func:`_claim_roots`).
     """
     best: dict[str, tuple[str, dict | None, dict | None, str]] = {}
     if profile is not None:
         one_of("profile", profile, store.PROFILE_ORDER)
-        root = store.results_root(profile)
+        root = Path(root) if root is not None else store.results_root(profile)
         names = (
             notebooks
             if notebooks is not None
@@ -100,18 +102,18 @@ def _best_claims_records(
             if store.record_path(root, name, "claims", profile).exists():
                 best[name] = _claims_record(root, name, profile)
         return best
-    for root in _claim_roots():
-        if not root.exists():
+    for where in _claim_roots(root):
+        if not where.exists():
             continue
-        for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        for folder in sorted(p for p in where.iterdir() if p.is_dir()):
             if notebooks is not None and folder.name not in notebooks:
                 continue
             for prof in store.PROFILE_ORDER:
-                if not store.record_path(root, folder.name, "claims", prof).exists():
+                if not store.record_path(where, folder.name, "claims", prof).exists():
                     continue
                 cur = best.get(folder.name)
                 if cur is None or store.PROFILE_ORDER.index(prof) < store.PROFILE_ORDER.index(cur[0]):
-                    best[folder.name] = _claims_record(root, folder.name, prof)
+                    best[folder.name] = _claims_record(where, folder.name, prof)
                 break
     return best
 
@@ -155,7 +157,9 @@ def _row(c: claims_mod.Claim, found: tuple | None, measured: dict) -> dict:
     }
 
 
-def collect_claims(notebooks: list[str] | None = None, profile: str | None = None):
+def collect_claims(
+    notebooks: list[str] | None = None, profile: str | None = None, *, root: str | os.PathLike | None = None
+):
     """Every registered claim with the evidence of the best profile stored for its notebook (gpu > cpu > smoke).
 
     Verdicts are recomputed here from the stored evidence with the registry's criterion, then judged under the
@@ -168,6 +172,8 @@ def collect_claims(notebooks: list[str] | None = None, profile: str | None = Non
     Args:
         notebooks: only the claims of these notebooks (default: every registered claim).
         profile: read this profile's record (where a page run with it stores its claims) instead of the best one.
+        root: the results folder to read (a run's ``--results-dir``: the scoreboard page passes
+            ``ctx.options.results_root``); None: the committed results and the smoke cache.
 
     Returns:
         ``pandas.DataFrame``, one row per claim in registry order: id, paper, where, claim, paper's value, measure,
@@ -177,7 +183,7 @@ def collect_claims(notebooks: list[str] | None = None, profile: str | None = Non
     """
     import pandas as pd
 
-    best = _best_claims_records(None, profile)  # every notebook: the policy's families span the paper
+    best = _best_claims_records(None, profile, root)  # every notebook: the policy's families span the paper
     measured: dict = {}
     rows = [_row(c, best.get(c.notebook), measured) for c in claims_mod.REGISTRY.values()]
     decided = claims_mod.adjust(measured)

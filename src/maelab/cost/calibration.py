@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from .._util import cache_root
 from .._validate import positive_int
 from .counting import eval_flops, step_flops
 from .devices import Device
@@ -125,11 +126,7 @@ def cpu_key() -> str:
 
 
 def _cache_dir() -> Path:
-    env = os.environ.get("MAELAB_CACHE")
-    if env:
-        return Path(env) / "cost"
-    repo = Path(__file__).resolve().parents[3]  # src/maelab/cost/calibration.py -> the repository
-    return (repo if (repo / "pyproject.toml").exists() else Path.cwd()) / ".cache" / "cost"
+    return cache_root() / "cost"
 
 
 def calibration_path(key: str | None = None) -> Path:

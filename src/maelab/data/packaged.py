@@ -56,6 +56,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .._util import cache_root
 from .._validate import ParameterError, folder_path
 from ._common import Dataset, check_channels, check_n, check_options, check_size, resize, seeded_subset, to_channels
 
@@ -170,16 +171,23 @@ def record_dataset(name: str, sha256: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- paths, hashing
+DATA_DIR_ENV = "MAELAB_DATA_DIR"
+
+
 def data_dir(override: str | os.PathLike | None = None) -> Path:
     """Folder of the fetched datasets: ``override``, ``$MAELAB_DATA_DIR``, ``$MAELAB_CACHE/datasets`` or
-    ``<repo>/.cache/datasets``, first that is set."""
+    ``<repo>/.cache/datasets``, first that is set.
+
+    ``MAELAB_DATA_DIR`` is one of the two environment variables maelab reads (the other, ``MAELAB_CACHE``:
+    ``maelab._util.cache_root``); run options travel as arguments (:class:`maelab.options.RunOptions`). Why a
+    variable here: the datasets are read deep inside every loader, by every process maelab starts (notebook
+    kernels, the lent GPU machine's notebook programs, which the device runner points at the datasets it carried),
+    and a user may keep them on another disk than the cache."""
     if override is not None:
         return Path(override).expanduser()
-    if os.environ.get("MAELAB_DATA_DIR"):
-        return Path(os.environ["MAELAB_DATA_DIR"]).expanduser()
-    if os.environ.get("MAELAB_CACHE"):
-        return Path(os.environ["MAELAB_CACHE"]).expanduser() / "datasets"
-    return REPO_ROOT / ".cache" / "datasets"
+    if os.environ.get(DATA_DIR_ENV):
+        return Path(os.environ[DATA_DIR_ENV]).expanduser()
+    return cache_root(REPO_ROOT) / "datasets"
 
 
 def arrays_sha256(arrays: dict[str, np.ndarray]) -> str:

@@ -21,7 +21,6 @@ LIMIT_BYTES = 60 << 20
 SAFE_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 #: A results folder (a notebook's, or ``plan``): what :func:`maelab.store.load_or_compute` accepts as a notebook.
 SAFE_FOLDER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
-RECORD_LOG_ENV = "MAELAB_DEVICE_LOG"  # where maelab.device.kernel logs the records a notebook asks for
 
 
 class DeviceError(RuntimeError):

@@ -54,8 +54,9 @@ def _describe(r) -> dict:
     }
 
 
-def measure(run, *, device, iters: int = ITERS) -> dict:
-    """Time ``run``'s model with the real trainer on ``device``: one row of the calibration table."""
+def measure(run, *, device, iters: int = ITERS, caps=None) -> dict:
+    """Time ``run``'s model with the real trainer on ``device``: one row of the calibration table (``caps``: a dry
+    run's :class:`maelab.options.DryRunLimits`, handed to the trainer)."""
     import torch
 
     from .. import cost, train
@@ -69,7 +70,7 @@ def measure(run, *, device, iters: int = ITERS) -> dict:
     images = torch.rand(n, run.channels, run.img_size, run.img_size, generator=g)
     data = Dataset(images, torch.randint(0, 10, (n,), generator=g), None, "calibration")
     cfg = train.TrainConfig(epochs=2, batch_size=run.batch_size, warmup_epochs=0, mask_ratio=run.mask_ratio, seed=0)
-    hist = train.train(model, data, cfg, device=device, progress=False).history
+    hist = train.train(model, data, cfg, device=device, progress=False, caps=caps).history
     # the last epoch that took steps (a dry run's step cap can leave the second one empty)
     timed = [float(h["images_per_s"]) for h in hist if math.isfinite(h["images_per_s"]) and h["images_per_s"] > 0]
     if not timed:
@@ -96,12 +97,14 @@ def calibrate(
     runs: list | None = None,
     allow_cpu: bool = False,
     log=print,
+    options=None,
 ):
     """Measure every :func:`workloads` shape (or ``runs``) on ``device`` and store the calibration record under
     ``root`` (default the committed ``data/results``); returns the stored :class:`maelab.store.Result`.
 
     Without CUDA this refuses to run unless ``allow_cpu`` (tests; dry runs), and refuses ``root`` = the committed
-    results whatever ``allow_cpu``: a CPU's numbers never pose as a GPU calibration there."""
+    results whatever ``allow_cpu``: a CPU's numbers never pose as a GPU calibration there. ``options``: the run's
+    :class:`maelab.options.RunOptions` (a dry run's caps go to the trainer and its mode to the store's guards)."""
     import pandas as pd
 
     from .. import cost, store
@@ -118,7 +121,7 @@ def calibrate(
     t0 = time.perf_counter()
     rows = []
     for r in runs:
-        rows.append(measure(r, device=dev, iters=iters))
+        rows.append(measure(r, device=dev, iters=iters, caps=options.caps if options is not None else None))
         speed = f"{rows[-1]['images_per_s']:,.0f} images/s, {rows[-1]['flops_per_s'] / 1e12:.3f} TFLOP/s"
         log(f"[calibrate] {r.size} {r.channels}x{r.img_size}px batch {r.batch_size}: {speed}")
     import torch
@@ -141,4 +144,5 @@ def calibrate(
         device=dev,
         root=root,
         wall_time_s=time.perf_counter() - t0,
+        options=options,
     )

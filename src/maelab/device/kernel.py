@@ -14,8 +14,9 @@ renders a page, which the lent machine lacks (IPython, myst-nb, jupytext, paperm
 * SIGTERM (the runner's budget stop) raises ``KeyboardInterrupt``, so the store's writer removes its temp folder
   and releases its lock on the way out (a SIGKILL after the grace period leaves them to the runner's clean-up).
 * Every :func:`maelab.store.load_or_compute` call is logged as JSON lines (``start`` and ``done``: name, config
-  hash, loaded or computed, seconds) to ``$MAELAB_DEVICE_LOG``: the runner reports which record a stopped notebook
-  was computing and how long each took.
+  hash, loaded or computed, seconds) to the file :func:`install` is given (``record_log``; the runner writes it
+  into the program's first line): the runner reports which record a stopped notebook was computing and how long
+  each took.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ import signal
 import sys
 import time
 import types
-
-from ._common import RECORD_LOG_ENV
 
 #: Packages that only render or execute notebooks; absent on the lent machine, blocked in a compute-only run.
 BLOCKED = ("jupytext", "nbformat", "nbclient", "papermill", "ipykernel", "docutils", "sphinx", "jupyter_book")
@@ -87,22 +86,22 @@ class _Blocker:
         return None
 
 
-def _log(event: dict) -> None:
-    path = os.environ.get(RECORD_LOG_ENV)
+def _log(path: str | None, event: dict) -> None:
     if path:
         with open(path, "a") as f:
             f.write(json.dumps(event) + "\n")
 
 
-def _logged(load_or_compute):
+def _logged(load_or_compute, record_log: str | None):
     from .. import store
 
     def logged(name, config, fn, **kwargs):
         h = store.config_hash(config)
         t0 = time.perf_counter()
-        _log({"event": "start", "name": name, "config_hash": h, "notebook": kwargs.get("notebook")})
+        _log(record_log, {"event": "start", "name": name, "config_hash": h, "notebook": kwargs.get("notebook")})
         res = load_or_compute(name, config, fn, **kwargs)
         _log(
+            record_log,
             {
                 "event": "done",
                 "name": name,
@@ -110,7 +109,7 @@ def _logged(load_or_compute):
                 "notebook": kwargs.get("notebook"),
                 "from_store": bool(res.from_store),
                 "seconds": round(time.perf_counter() - t0, 3),
-            }
+            },
         )
         return res
 
@@ -122,8 +121,9 @@ def _stop(signum, frame):
     raise KeyboardInterrupt(f"maelab.device: stopped at the time budget (signal {signum})")
 
 
-def install() -> None:
-    """Turn this process into a compute-only notebook kernel (see the module docstring). Call it first."""
+def install(record_log: str | None = None) -> None:
+    """Turn this process into a compute-only notebook kernel (see the module docstring). Call it first.
+    ``record_log``: the file the store's requests are logged to (JSON lines; None: not logged)."""
     _stub_modules()
     signal.signal(signal.SIGTERM, _stop)
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -136,7 +136,7 @@ def install() -> None:
     from .. import book, store
     from ..book import context
 
-    book.show_findings = lambda notebook, profile: None  # the page's call, ``book.show_findings(...)``
-    context.refresh_findings = lambda notebook, profile: None  # ``Context.finish``'s redraw (bound in book.context)
+    book.show_findings = lambda notebook, options=None: None  # the page's call, ``book.show_findings(...)``
+    context.refresh_findings = lambda *args, **kwargs: None  # ``Context.finish``'s redraw (bound in book.context)
     if not hasattr(store.load_or_compute, "__wrapped__"):
-        store.load_or_compute = _logged(store.load_or_compute)
+        store.load_or_compute = _logged(store.load_or_compute, record_log)

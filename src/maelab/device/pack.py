@@ -36,6 +36,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .._util import cache_root
 from .._validate import ParameterError, folder_path, one_of
 from ._common import (
     LIMIT_BYTES,
@@ -55,8 +56,7 @@ XZ_PRESET = 9 | lzma.PRESET_EXTREME
 
 
 def _cache(repo: Path) -> Path:
-    env = os.environ.get("MAELAB_CACHE")
-    return (Path(env) if env else repo / ".cache") / "device"
+    return cache_root(repo) / "device"
 
 
 # ----------------------------------------------------------------------------------------------- notebooks

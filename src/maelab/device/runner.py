@@ -4,10 +4,13 @@
 [--calibrate]`` reads the carried folder (``.device/``, :mod:`maelab.device.pack`), checks that it is complete and
 that the code and notebooks are the packed ones, prints the device and versions, unpacks the carried datasets to a
 temp data dir, and then, notebook by notebook in the order given, runs the notebook's program: its code cells in
-order with the parameters injected after its ``parameters`` cell as papermill injects them (``profile``,
-``recompute=False``, ``device``), in a child process started in ``notebooks/`` whose first line installs the
-compute-only kernel (:mod:`maelab.device.kernel`). The store loads what is stored and computes what is not
-(:func:`maelab.store.load_or_compute`): the *pending* results, each published all or nothing.
+order with the run options injected after its ``parameters`` cell as the book's runner injects them (one parameter,
+``run_options``: :meth:`maelab.options.RunOptions.to_param` of the profile, ``device``, the results folder, the
+pack's commit, the dry run's caps), in a child process started in ``notebooks/`` whose first line installs the
+compute-only kernel (:mod:`maelab.device.kernel`, told where to log the records the notebook asks for). The one
+environment variable the child gets from maelab is ``MAELAB_DATA_DIR``: the carried datasets. The store loads
+what is stored and computes what is not (:func:`maelab.store.load_or_compute`): the *pending* results, each
+published all or nothing.
 
 **Budget.** The children share one deadline (``--budget-min`` from the start). A child still running then gets
 SIGTERM (the kernel turns it into ``KeyboardInterrupt``: the store's writer removes its temp folder and releases
@@ -24,8 +27,8 @@ records it asked for. The notebooks' output goes to ``<archive>.log`` beside it.
 the new records reach :data:`ARCHIVE_FULL_BYTES` (the archive must come back as one file of at most 16 MiB).
 
 A gpu run on a machine without CUDA is refused (a dry run excepted): this module never makes a gpu result on a CPU.
-``--dry-run`` runs under the dry-run caps (:func:`maelab._util.dry_run_limits`) with its results in a temp folder,
-as ``python -m maelab.book run --dry-run`` does.
+``--dry-run`` runs under the dry-run caps (:class:`maelab.options.DryRunLimits`, in the run options) with its
+results in a temp folder, as ``python -m maelab.book run --dry-run`` does.
 """
 
 from __future__ import annotations
@@ -43,9 +46,9 @@ import time
 from pathlib import Path
 
 from .._validate import ParameterError, folder_path, one_of
+from ..options import DryRunLimits, RunOptions
 from ..registry import installed
-from ..store import GIT_STATE_ENV
-from ._common import RECORD_LOG_ENV, DeviceError, code_fingerprint, machine, sha256_file
+from ._common import DeviceError, code_fingerprint, machine, sha256_file
 from .pack import PACK_DIR, load_manifest
 
 GRACE_S = 20.0  # seconds between SIGTERM and SIGKILL at the budget
@@ -58,15 +61,16 @@ LOG_TAIL_BYTES = 4 << 20  # the run's log beside the archive keeps at most this 
 
 
 # ----------------------------------------------------------------------------------------------- programs
-def program(cells: list[dict], parameters_cell: int, params: dict, notebook: str) -> str:
-    """The plain Python program of a notebook: the compute-only kernel, then its code cells in order with
-    ``params`` assigned right after the ``parameters`` cell (papermill's injected-parameters cell) and, after them,
-    the installed paper registry's ``bootstrap`` (what the book's runner injects into a kernel,
+def program(cells: list[dict], parameters_cell: int, params: dict, notebook: str, record_log: str | None = None) -> str:
+    """The plain Python program of a notebook: the compute-only kernel (logging the records the notebook asks for
+    to ``record_log``, JSON lines), then its code cells in order with ``params`` assigned right after the
+    ``parameters`` cell (papermill's injected-parameters cell: ``run_options``, as the book's runner passes them)
+    and, after them, the installed paper registry's ``bootstrap`` (what the book's runner injects into a kernel,
     :func:`maelab.book.runner.inject_registry`: the program's pages need every paper's settings and claim rows)."""
     lines = [
         f"# notebooks/{notebook}.md as a plain program (maelab.device): code cells in order, parameters injected",
         "from maelab.device.kernel import install as _maelab_device_install",
-        "_maelab_device_install()",
+        f"_maelab_device_install(record_log={None if record_log is None else str(record_log)!r})",
     ]
     for i, cell in enumerate(cells):
         lines += [f"# %% cell {i}" + (f" [{', '.join(cell['tags'])}]" if cell["tags"] else ""), cell["source"]]
@@ -221,26 +225,40 @@ def _records_asked(log_path: Path) -> list[dict]:
 
 
 # ----------------------------------------------------------------------------------------------- run
-def _env(src: Path, results: Path, data: Path, manifest: dict, dry_scratch: Path | None, log_path: Path) -> dict:
-    from .._util import DRY_RUN_DIR_ENV, DRY_RUN_ENV
-    from ..store import NO_COMPUTE_ENV
+def _env(src: Path, data: Path) -> dict:
+    """The children's environment: this one, with the code on ``PYTHONPATH``, unbuffered output, matplotlib's Agg
+    backend and the carried datasets as the data dir (``MAELAB_DATA_DIR``, :func:`maelab.data.packaged.data_dir`).
+    Everything else a child needs travels in its run options."""
+    from ..data.packaged import DATA_DIR_ENV
 
-    env = {k: v for k, v in os.environ.items() if k not in (NO_COMPUTE_ENV, "MAELAB_ALLOW_CPU", DRY_RUN_ENV)}
+    env = dict(os.environ)
     env.update(
         {
             "PYTHONPATH": os.pathsep.join([str(src), *filter(None, [os.environ.get("PYTHONPATH")])]),
             "PYTHONUNBUFFERED": "1",
             "MPLBACKEND": "Agg",
-            "MAELAB_PROGRESS": "0",
-            "MAELAB_RESULTS_DIR": str(results),
-            "MAELAB_DATA_DIR": str(data),
-            GIT_STATE_ENV: json.dumps({"commit": manifest["commit"], "dirty": manifest["dirty"]}),
-            RECORD_LOG_ENV: str(log_path),
+            DATA_DIR_ENV: str(data),
         }
     )
-    if dry_scratch is not None:
-        env.update({DRY_RUN_ENV: "1", DRY_RUN_DIR_ENV: str(dry_scratch)})
     return env
+
+
+def run_options(manifest: dict, device: str, root: Path, scratch: Path | None) -> RunOptions:
+    """The run options of every notebook program: the pack's profile, ``device``, no progress bars, the results
+    folder ``root``, the pack's commit (the copy of the tree here has no ``.git``) and, in a dry run, its caps with
+    ``scratch`` as the scratch folder."""
+    commit = str(manifest.get("commit", ""))
+    git = (
+        (commit, bool(manifest.get("dirty"))) if len(commit) == 40 and set(commit) <= set("0123456789abcdef") else None
+    )
+    return RunOptions(
+        profile=manifest["profile"],
+        device=device,
+        progress=False,
+        results_root=str(root),
+        dry_run=DryRunLimits(scratch=str(scratch)) if scratch is not None else None,
+        git=git,
+    )
 
 
 def _plan(pack_dir, notebooks, profile, device, dry_run, repo) -> tuple[dict, list[str], dict]:
@@ -307,17 +325,18 @@ def run(
         data = unpack_datasets(pack_dir, manifest, work / "data", log)
         scratch = (work / "dry-run") if dry_run else None
         root = (scratch / "results") if dry_run else Path(results_dir or store.results_root(profile)).resolve()
+        options = run_options(manifest, device, root, scratch)
         folders = list(notebooks) + (["plan"] if calibrate else [])
         before = snapshot(root, folders)
         outcomes: dict[str, dict] = {}
         if calibrate:
-            outcomes["plan"] = _calibrate(root, scratch, device, deadline, log)
+            outcomes["plan"] = _calibrate(root, options, deadline, log)
+        env = _env(repo / "src", data)
         for nb in notebooks:
             if _new_bytes(root, folders, before) > ARCHIVE_FULL_BYTES:
                 outcomes[nb] = {"status": "not started", "seconds": 0.0, "records": [], "error": "archive full"}
                 continue
-            env = _env(repo / "src", root, data, manifest, scratch, work / f"{nb}.records.jsonl")
-            outcomes[nb] = _one(nb, pack_dir, manifest, repo, env, work, device, deadline, grace_s)
+            outcomes[nb] = _one(nb, pack_dir, manifest, repo, env, work, options, deadline, grace_s)
             removed = clean(root, folders, before)
             _report(nb, outcomes[nb], removed, log)
         records = new_records(root, folders, before)
@@ -357,38 +376,28 @@ def _report(nb: str, outcome: dict, removed: list[str], log) -> None:
     log(line + (f"; {outcome['error']}" if outcome.get("error") else ""))
 
 
-def _one(nb, pack_dir, manifest, repo, env, work, device, deadline, grace_s) -> dict:
+def _one(nb, pack_dir, manifest, repo, env, work, options: RunOptions, deadline, grace_s) -> dict:
     """Run notebook ``nb``'s program (or note that the budget is spent); its outcome with the records it asked for."""
     if _budget_left(deadline) <= 0:
         return {"status": "not started", "seconds": 0.0, "records": []}
     prog = json.loads((pack_dir / manifest["programs"][nb]["file"]).read_text())
-    params = {"profile": manifest["profile"], "recompute": False, "device": device}
-    script = work / f"{nb}.py"
-    script.write_text(program(prog["cells"], prog["parameters_cell"], params, nb))
+    params = {"run_options": options.to_param()}
+    script, record_log = work / f"{nb}.py", work / f"{nb}.records.jsonl"
+    script.write_text(program(prog["cells"], prog["parameters_cell"], params, nb, record_log=str(record_log)))
     outcome = run_program(script, repo / "notebooks", env, deadline, work / f"{nb}.out", grace_s)
-    outcome["records"] = _records_asked(Path(env[RECORD_LOG_ENV]))
+    outcome["records"] = _records_asked(record_log)
     return outcome
 
 
-def _calibrate(root: Path, scratch: Path | None, device: str, deadline: float, log) -> dict:
+def _calibrate(root: Path, options: RunOptions, deadline: float, log) -> dict:
     """Time the profile's training steps in this process and store the calibration under ``root`` (in a dry run,
-    under its scratch folder, where the store lets a dry run write)."""
-    from .._util import DRY_RUN_DIR_ENV, DRY_RUN_ENV
+    under its scratch folder, where the store lets a dry run write; the caps go to the trainer)."""
     from .calibrate import calibrate
 
     if _budget_left(deadline) <= 0:
         return {"status": "not started", "seconds": 0.0, "records": []}
     t0 = time.monotonic()
-    saved = {k: os.environ.get(k) for k in (DRY_RUN_ENV, DRY_RUN_DIR_ENV)}
-    if scratch is not None:
-        os.environ.update({DRY_RUN_ENV: "1", DRY_RUN_DIR_ENV: str(scratch)})
-    try:
-        res = calibrate(device=device, root=root, allow_cpu=scratch is not None, log=log)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    dry = options.dry_run is not None
+    res = calibrate(device=options.device, root=root, allow_cpu=dry, log=log, options=options)
     done = {"event": "done", "name": res.name, "config_hash": res.provenance["config_hash"], "from_store": False}
     return {"status": "finished", "seconds": round(time.monotonic() - t0, 1), "records": [done]}

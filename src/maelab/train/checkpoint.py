@@ -35,9 +35,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .._util import atomic_path, dry_run_dir, dry_run_limits, state_dict_mismatch
+from .._util import atomic_path, cache_root, state_dict_mismatch
 from .._validate import ParameterError
 from ..models import MODEL_OPTIONS
+from ..options import DryRunLimits
 from .config import TrainConfig
 
 CHECKPOINT_FORMAT = "maelab.train/1"
@@ -186,23 +187,20 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     return ck
 
 
-def default_checkpoint_dir(name: str) -> Path:
-    """``$MAELAB_CACHE/checkpoints/<name>`` if ``MAELAB_CACHE`` is set, else ``<repo>/.cache/checkpoints/<name>``;
-    in a dry run (``maelab._util.dry_run_limits``) ``<dry-run dir>/checkpoints/<name>``.
+def default_checkpoint_dir(name: str, caps: DryRunLimits | None = None) -> Path:
+    """``<cache>/checkpoints/<name>`` (``<cache>``: ``maelab._util.cache_root``, ``$MAELAB_CACHE`` or
+    ``<repo>/.cache``); in a dry run (``caps``: its :class:`maelab.options.DryRunLimits`)
+    ``<caps.scratch_dir>/checkpoints/<name>``: a dry run never writes into (or resumes from) the real checkpoint
+    cache, whose capped checkpoints a real run would otherwise resume as finished.
 
     ``<repo>`` is the source checkout holding ``pyproject.toml`` (editable install), else the current directory.
     The folder is not created here.
     """
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-]*", name) or ".." in name:
         raise ParameterError("name", "a non-empty name of letters, digits, '.', '_', '-' (no path separators)", name)
-    env = os.environ.get("MAELAB_CACHE")
-    if dry_run_limits() is not None:  # a dry run never writes into (or resumes from) the real checkpoint cache
-        root = dry_run_dir()
-    elif env:
-        root = Path(env)
-    else:
-        repo = Path(__file__).resolve().parents[3]
-        root = (repo if (repo / "pyproject.toml").exists() else Path.cwd()) / ".cache"
+    if caps is not None and not isinstance(caps, DryRunLimits):
+        raise ParameterError("caps", "None or a maelab.options.DryRunLimits", type(caps).__name__)
+    root = caps.scratch_dir if caps is not None else cache_root()
     return root / "checkpoints" / name
 
 

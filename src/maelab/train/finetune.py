@@ -16,8 +16,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .._util import dry_run_limits, pbar, seed_everything
+from .._util import pbar, seed_everything
 from .._validate import ParameterError
+from ..options import DryRunLimits
 from .config import FineTuneConfig
 from .distributed import _Runtime
 from .loop import (
@@ -81,9 +82,10 @@ def _finetune_epoch(
     iters: int,
     bar,
     budget: list,
+    caps: DryRunLimits | None = None,
 ) -> dict:
     """One fine-tuning epoch, then the test accuracy when due; returns the epoch's history record. ``budget``:
-    ``[steps left]`` in a dry run (decremented here), ``[None]`` otherwise."""
+    ``[steps left]`` in a dry run (decremented here), ``[None]`` otherwise; ``caps``: the dry run's."""
     images, labels, test_images, test_labels = data
 
     def finetune_terms(logits: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -112,6 +114,7 @@ def _finetune_epoch(
             forward=net,
             loss_terms=finetune_terms,
             log=log,
+            batch_cap=caps.train_batch if caps is not None else None,
         )
         y = labels[idx]
         b = y.shape[0]
@@ -131,7 +134,7 @@ def _finetune_epoch(
     sums = rt.all_reduce_sum(sums).tolist()
     done = epoch + 1
     te = None
-    if _evaluates(done, cfg.eval_every, cfg.epochs):
+    if _evaluates(done, cfg.eval_every, cfg.epochs, caps is not None):
         clf.eval()
         te = _accuracy(
             lambda z: clf.encoder.forward_features(z, pool=cfg.pool),
@@ -140,6 +143,7 @@ def _finetune_epoch(
             test_labels,
             cfg.eval_batch_size,
             rt,
+            caps.eval_images if caps is not None else None,
         )
         clf.train()
     gb = cfg.batch_size * rt.world
@@ -164,13 +168,16 @@ def fine_tune(
     device: str = "auto",
     progress: bool | None = None,
     copy_model: bool = True,
+    caps: DryRunLimits | None = None,
 ) -> FineTuneResult:
     """Supervised end-to-end fine-tuning of ``model.forward_features`` + a new Linear head (cross-entropy).
 
     AdamW with optional layer-wise lr decay (:func:`param_groups`), the same warm-up + cosine schedule per iteration,
     optional augmentation, bf16 autocast on CUDA, DDP when ``torch.distributed`` is initialised (with
     ``find_unused_parameters=True``: the decoder gets no gradient and AdamW leaves parameters without gradients
-    untouched). ``copy_model=True`` fine-tunes a deep copy so the pre-trained model is not modified.
+    untouched). ``copy_model=True`` fine-tunes a deep copy so the pre-trained model is not modified. ``caps``: a
+    dry run's (:class:`maelab.options.DryRunLimits`: at most ``train_steps`` steps in all, each on the first
+    ``train_batch`` images of its batch, evaluations on ``eval_images`` images); None: a real run.
     """
     cfg = FineTuneConfig() if config is None else config
     if not isinstance(cfg, FineTuneConfig):
@@ -194,8 +201,7 @@ def fine_tune(
     scaler = torch.amp.GradScaler("cuda") if rt.amp_dtype == torch.float16 else None
     aug_gen = torch.Generator().manual_seed(_derive_seed(cfg.seed, _AUG, rt.rank))
     net = rt.wrap(torch.compile(clf) if cfg.compile else clf, find_unused=True)
-    dry = dry_run_limits()
-    budget = [dry.train_steps if dry is not None else None]
+    budget = [caps.train_steps if caps is not None else None]
     history: list[dict] = []
     bar = pbar(total=cfg.epochs * iters, desc="fine-tune", unit="step", progress=progress if rt.rank == 0 else False)
     try:
@@ -215,6 +221,7 @@ def fine_tune(
                     iters=iters,
                     bar=bar,
                     budget=budget,
+                    caps=caps,
                 )
             )
             if history[-1]["loss"] != history[-1]["loss"] and len(history) > 1 and budget[0] == 0:

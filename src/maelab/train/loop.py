@@ -10,7 +10,8 @@
   small and :func:`~maelab.train.train` reads in one screen.
 * ``_LossLog`` keeps the loss terms on the device: the step loop reads them back (one host sync) only every
   ``log_every`` steps and at the end of the epoch, and the NaN stop names the first non-finite step.
-* In a dry run (``maelab._util.dry_run_limits``) a run makes at most ``train_steps`` optimiser steps in all, each
+* In a dry run (``caps``: :class:`maelab.options.DryRunLimits`, an argument of :func:`~maelab.train.train` and
+  :func:`~maelab.train.fine_tune`) a run makes at most ``train_steps`` optimiser steps in all, each
   on the first ``train_batch`` images of its batch;
   the remaining epochs still end (callbacks, snapshots) with no step, the online probe is evaluated (on a few
   images) at the first evaluation epoch and the last only, and only the last epoch writes a checkpoint.
@@ -29,8 +30,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .._util import dry_run_limits
 from .._validate import ParameterError, finite_images
+from ..options import DryRunLimits
 from .augment import random_resized_crop_flip
 from .checkpoint import _save
 from .config import TrainConfig
@@ -79,13 +80,17 @@ def _state_cpu(module: nn.Module) -> dict[str, torch.Tensor]:
 
 @torch.no_grad()
 def _accuracy(
-    features_fn: Callable, head: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int, rt: _Runtime
+    features_fn: Callable,
+    head: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    batch_size: int,
+    rt: _Runtime,
+    limit: int | None = None,
 ) -> float:
-    """Accuracy of ``head(features_fn(x))``, the eval set split into contiguous per-rank shards."""
-    n = images.shape[0]
-    dry = dry_run_limits()
-    if dry is not None:
-        n = min(n, dry.eval_images)
+    """Accuracy of ``head(features_fn(x))``, the eval set split into contiguous per-rank shards; ``limit``: at most
+    that many images (a dry run's ``eval_images``)."""
+    n = images.shape[0] if limit is None else min(images.shape[0], limit)
     lo, hi = n * rt.rank // rt.world, n * (rt.rank + 1) // rt.world
     correct = torch.zeros((), dtype=torch.float64, device=rt.device)
     for s in range(lo, hi, batch_size):
@@ -98,12 +103,12 @@ def _accuracy(
     return float(tot[0] / tot[1])
 
 
-def _evaluates(done: int, every: int, epochs: int) -> bool:
+def _evaluates(done: int, every: int, epochs: int, dry: bool = False) -> bool:
     """Whether the epoch ending with ``done`` completed epochs evaluates: every ``every`` epochs and after the
-    last; in a dry run (``maelab._util.dry_run_limits``) only the first of those and the last."""
+    last; in a dry run (``dry``) only the first of those and the last."""
     if not (done % every == 0 or done == epochs):
         return False
-    return dry_run_limits() is None or done in (min(every, epochs), epochs)
+    return not dry or done in (min(every, epochs), epochs)
 
 
 def _check_loss(values: Sequence[float], *, epoch: int, epochs: int, it: int, iters: int, lr: float) -> None:
@@ -189,6 +194,7 @@ def _optimizer_step(
     forward: Callable[[torch.Tensor], Any],
     loss_terms: Callable[[Any, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
     log: _LossLog,
+    batch_cap: int | None = None,
 ) -> tuple[float, torch.Tensor, Any, torch.Tensor]:
     """One optimiser step of :func:`train` and :func:`fine_tune` (iteration ``it`` of ``epoch``).
 
@@ -198,7 +204,8 @@ def _optimizer_step(
     ranks (the first entry is the loss) and hand them to ``log`` (which raises :class:`NonFiniteLossError` when its
     check is due and a loss since the last check was not finite, see ``_LossLog``); zero the gradients,
     backward (through ``scaler`` when given), clip the gradient norm of ``params_of.parameters()`` to
-    ``cfg.clip_grad`` (if set) and step. Returns ``(lr, idx, out, terms)`` with ``terms`` the rank-averaged terms
+    ``cfg.clip_grad`` (if set) and step. ``batch_cap``: a dry run's ``train_batch`` (the slot's first images).
+    Returns ``(lr, idx, out, terms)`` with ``terms`` the rank-averaged terms
     (a device tensor: no host sync here).
     """
     lr = lr_at(epoch + it / iters, lr=peak, min_lr=cfg.min_lr, warmup_epochs=cfg.warmup_epochs, epochs=cfg.epochs)
@@ -206,8 +213,7 @@ def _optimizer_step(
         g["lr"] = lr * g.get("lr_scale", 1.0)
     bsz = cfg.batch_size
     s = it * bsz * rt.world + rt.rank * bsz
-    dry = dry_run_limits()
-    idx = perm[s : s + (bsz if dry is None else min(bsz, dry.train_batch))]  # a dry run: the slot's first images
+    idx = perm[s : s + (bsz if batch_cap is None else min(bsz, batch_cap))]  # a dry run: the slot's first images
     x = images[idx]
     if cfg.augment:
         x = random_resized_crop_flip(x, aug_gen, scale=cfg.crop_scale, ratio=cfg.crop_ratio, hflip=cfg.hflip)
@@ -313,6 +319,7 @@ class _Run:
     net: nn.Module | None = None
     hnet: nn.Module | None = None
     budget: int | None = None  # dry run: optimiser steps left in this run (None: no cap)
+    caps: DryRunLimits | None = None  # the dry run's caps (None: a real run)
 
     @property
     def global_batch(self) -> int:
@@ -367,6 +374,7 @@ def _run_epoch(run: _Run, epoch: int, start_iter: int, partial: dict | None, bar
             forward=run.forward,
             loss_terms=run.loss_terms,
             log=log,
+            batch_cap=run.caps.train_batch if run.caps is not None else None,
         )
         if run.hnet is not None:
             _probe_step(run, lr, idx, out)
@@ -400,7 +408,7 @@ def _end_epoch(run: _Run, done: int, acc: _Acc, bar) -> None:
         c = rt.all_reduce_sum(run.probe_counts.clone()).tolist()
         online = c[0] / c[1] if c[1] else None
     ev = None
-    if run.eval_images is not None and _evaluates(done, cfg.eval_every, cfg.epochs):
+    if run.eval_images is not None and _evaluates(done, cfg.eval_every, cfg.epochs, run.caps is not None):
         base.eval()
         head.eval()
         ev = _accuracy(
@@ -410,6 +418,7 @@ def _end_epoch(run: _Run, done: int, acc: _Acc, bar) -> None:
             run.eval_labels,
             cfg.eval_batch_size,
             rt,
+            run.caps.eval_images if run.caps is not None else None,
         )
         base.train()
         head.train()

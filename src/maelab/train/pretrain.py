@@ -18,8 +18,9 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from .._util import dry_run_limits, pbar, seed_everything
+from .._util import pbar, seed_everything
 from .._validate import ParameterError, is_bool
+from ..options import DryRunLimits
 from .checkpoint import _fingerprint, _resume, load_checkpoint
 from .config import TrainConfig
 from .distributed import _Runtime
@@ -85,7 +86,15 @@ def _probe_for(
 
 
 def _setup(
-    model: nn.Module, data, cfg: TrainConfig, *, eval_data, checkpoint_dir, device: str, callbacks: Sequence[Callable]
+    model: nn.Module,
+    data,
+    cfg: TrainConfig,
+    *,
+    eval_data,
+    checkpoint_dir,
+    device: str,
+    callbacks: Sequence[Callable],
+    caps: DryRunLimits | None = None,
 ) -> _Run:
     """Validate the data, put it and the model on the device, seed, build probe, optimisers and generators."""
     rt = _Runtime.create(device, cfg.amp)
@@ -111,7 +120,6 @@ def _setup(
     head = _probe_for(base, data, images, labels, cfg, rt) if use_probe else None
     opt = rt.adamw(param_groups(base, cfg.weight_decay), lr=peak, betas=cfg.betas)
     popt = rt.adamw(param_groups(head, cfg.weight_decay), lr=probe_peak, betas=cfg.betas) if head else None
-    dry = dry_run_limits()
     return _Run(
         cfg=cfg,
         rt=rt,
@@ -133,7 +141,8 @@ def _setup(
         fingerprint=_fingerprint(images),
         callbacks=tuple(callbacks),
         probe_counts=torch.zeros(2, dtype=torch.float64, device=rt.device),
-        budget=dry.train_steps if dry is not None else None,
+        budget=caps.train_steps if caps is not None else None,
+        caps=caps,
     )
 
 
@@ -148,6 +157,7 @@ def train(
     device: str = "auto",
     progress: bool | None = None,
     callbacks: Sequence[Callable[[int, nn.Module], Any]] = (),
+    caps: DryRunLimits | None = None,
 ) -> TrainResult:
     """Self-supervised pre-training of a maelab model (any variant) with the official MAE recipe.
 
@@ -163,6 +173,11 @@ def train(
         progress: tqdm bar on rank 0 (None = on unless in CI, see ``maelab._util.progress_enabled``).
         callbacks: functions ``f(epoch, model)`` called on every rank with the unwrapped model, with 0 before the
             first epoch of a fresh run and with e after epoch e (after evaluation, before checkpointing).
+        caps: a dry run's caps (:class:`maelab.options.DryRunLimits`; None: a real run): at most ``train_steps``
+            optimiser steps in all, each on the first ``train_batch`` images of its batch; the online probe
+            evaluated on ``eval_images`` images at the first evaluation epoch and the last only; only the last
+            epoch writes a checkpoint. Pass ``checkpoint_dir`` inside ``caps.scratch_dir``
+            (:func:`default_checkpoint_dir` with ``caps`` does).
 
     Returns:
         :class:`TrainResult`.
@@ -183,7 +198,14 @@ def train(
     if callable(callbacks):
         callbacks = (callbacks,)
     run = _setup(
-        model, data, cfg, eval_data=eval_data, checkpoint_dir=checkpoint_dir, device=device, callbacks=callbacks
+        model,
+        data,
+        cfg,
+        eval_data=eval_data,
+        checkpoint_dir=checkpoint_dir,
+        device=device,
+        callbacks=callbacks,
+        caps=caps,
     )
     start_epoch, start_iter, partial, resumed_from = 0, 0, None, None
     if run.ckpt is not None and resume and run.ckpt.exists():

@@ -34,8 +34,9 @@ import numpy as np
 import torch
 
 from maelab import linear_mae, metrics
-from maelab._util import blas_limit, dry_cap
+from maelab._util import blas_limit
 from maelab._validate import ParameterError, positive_int
+from maelab.options import DryRunLimits, cap
 
 from .jacobians import masked_pixel_jacobians
 
@@ -113,7 +114,15 @@ def uniform_visible_spread(visible: Any, centres: Any, q: float = 0.5) -> np.nda
 
 
 def masked_pixel_spreads(
-    model, images: Any, mask_ratio: float, n_pixels: int, *, q: float = 0.5, seed: int = 0, batch_size: int = 500
+    model,
+    images: Any,
+    mask_ratio: float,
+    n_pixels: int,
+    *,
+    q: float = 0.5,
+    seed: int = 0,
+    batch_size: int = 500,
+    caps: DryRunLimits | None = None,
 ) -> dict[str, np.ndarray]:
     """Per test image, the mean over ``n_pixels`` masked output pixels of the ``q``-mass radius of the model's
     Jacobian (``spread``, :func:`map_spread` of :func:`~maelab.papers.bisulco2025.jacobians.masked_pixel_jacobians`,
@@ -124,14 +133,14 @@ def masked_pixel_spreads(
     time (the memory of one backward pass per pixel over a batch), and masks and pixels are drawn batch after batch
     from one CPU generator seeded with ``seed``: the numbers depend on ``batch_size`` as on ``seed``, so a stored
     result lists both. The radius does not depend on the scale of a map, so a model trained on normalised-pixel
-    targets (the zoo) is read the same way as one trained on raw pixels. A dry run reads the first few images
-    (``maelab._util.DryRunLimits.eval_images``)."""
+    targets (the zoo) is read the same way as one trained on raw pixels. A dry run (``caps``) reads the first few
+    images (:attr:`maelab.options.DryRunLimits.eval_images`)."""
     positive_int("n_pixels", n_pixels)
     positive_int("batch_size", batch_size)
     x = torch.as_tensor(images)
     if x.ndim != 4 or x.shape[0] == 0:
         raise ParameterError("images", "an (N, C, H, W) tensor with N >= 1", tuple(x.shape))
-    x = x[: dry_cap(x.shape[0], "eval_images")]
+    x = x[: cap(x.shape[0], caps, "eval_images")]  # a dry run: the first few images
     g = torch.Generator().manual_seed(int(seed))
     spread, baseline = [], []
     for s in range(0, x.shape[0], batch_size):
@@ -200,7 +209,15 @@ def image_mean_loss(images: Any) -> float:
     return float(x.var(dim=1, unbiased=False).mean())
 
 
-def visible_mean_loss(images: Any, mask_ratio: float, patch_size: int, *, n_masks: int = 8, seed: int = 0) -> float:
+def visible_mean_loss(
+    images: Any,
+    mask_ratio: float,
+    patch_size: int,
+    *,
+    n_masks: int = 8,
+    seed: int = 0,
+    caps: DryRunLimits | None = None,
+) -> float:
     """MAE loss (raw-pixel targets, the official loss: per-pixel squared error averaged over the removed patches of
     the batch) of the trivial predictor that fills every removed pixel with the mean of its image's visible pixels.
 
@@ -208,8 +225,8 @@ def visible_mean_loss(images: Any, mask_ratio: float, patch_size: int, *, n_mask
     is not well below this one has learned no spatial structure worth measuring. Masks as the official MAE
     (:func:`maelab.masking.random_masking`, ``n_masks`` per image from a generator seeded by ``seed``: a Monte-Carlo
     mean over masks); with ``mask_ratio`` 0 nothing is removed, the loss covers every patch and equals
-    :func:`image_mean_loss`. ``images``: (n, H, W) or (n, C, H, W); a dry run reads the first few
-    (``maelab._util.DryRunLimits.eval_images``).
+    :func:`image_mean_loss`. ``images``: (n, H, W) or (n, C, H, W); a dry run (``caps``) reads the first few
+    (:attr:`maelab.options.DryRunLimits.eval_images`).
     """
     from maelab import masking
 
@@ -219,7 +236,7 @@ def visible_mean_loss(images: Any, mask_ratio: float, patch_size: int, *, n_mask
     if x.ndim != 4 or x.shape[0] == 0:
         raise ParameterError("images", "an (n, H, W) or (n, C, H, W) array with n >= 1", tuple(x.shape))
     positive_int("n_masks", n_masks)
-    x = x[: dry_cap(x.shape[0], "eval_images")]  # a dry run: the first few images
+    x = x[: cap(x.shape[0], caps, "eval_images")]  # a dry run: the first few images
     tokens = masking.patchify(x, patch_size)  # (n, L, p*p*C); checks that patch_size divides the image
     g = torch.Generator().manual_seed(int(seed))
     losses = []

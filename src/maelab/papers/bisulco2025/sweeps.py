@@ -32,9 +32,10 @@ import numpy as np
 import torch
 
 from maelab import cost, evaluate, experiments, metrics
-from maelab._util import dry_run_limits, resolve_device
+from maelab._util import resolve_device
 from maelab._validate import ParameterError, one_of, positive_int
 from maelab.claims import FineTuneCheck
+from maelab.options import DryRunLimits, cap
 
 __all__ = [
     "step_cost",
@@ -53,19 +54,26 @@ def _one_step(model, opt, x, mask_ratio, generator):
     opt.step()
 
 
-def step_cost(spec: experiments.PretrainSpec, *, batch_size: int | None = None, reps: int = 3, warmup: int = 1) -> dict:
+def step_cost(
+    spec: experiments.PretrainSpec,
+    *,
+    batch_size: int | None = None,
+    reps: int = 3,
+    warmup: int = 1,
+    caps: DryRunLimits | None = None,
+) -> dict:
     """Cost of one pre-training step of ``spec``'s model on a batch of random images (CPU, float32).
 
     Returns ``flops`` (forward + backward, counted once by :func:`maelab.cost.step_flops`; the optimiser update is
     not counted), ``wall_s`` and ``cpu_s`` (minimum over ``reps`` timed steps after ``warmup`` untimed ones;
     ``cpu_s`` is this process's CPU time, summed over its threads), ``batch_size``. The model is freshly initialised
-    from the spec (training state does not change the cost). A dry run (``maelab._util.dry_run_limits``) counts and
-    times one step of ``DryRunLimits.train_batch`` images.
+    from the spec (training state does not change the cost). A dry run (``caps``: its
+    :class:`maelab.options.DryRunLimits`) counts and times one step of ``train_batch`` images.
     """
     batch_size = positive_int("batch_size", spec.batch_size if batch_size is None else batch_size)
     positive_int("reps", reps)
     positive_int("warmup", warmup, minimum=0)
-    dry = dry_run_limits()
+    dry = caps
     if dry is not None:  # dry run: one step on the first train_batch images of the batch, counted and timed once
         batch_size = min(batch_size, dry.train_batch)
         warmup, reps = 0, 1
@@ -86,17 +94,18 @@ def step_cost(spec: experiments.PretrainSpec, *, batch_size: int | None = None, 
 
 
 @torch.no_grad()
-def layer_features(model, images: torch.Tensor, *, pool: str = "mean", batch_size: int = 256) -> list[torch.Tensor]:
+def layer_features(
+    model, images: torch.Tensor, *, pool: str = "mean", batch_size: int = 256, caps: DryRunLimits | None = None
+) -> list[torch.Tensor]:
     """Representation of each encoder block for the *unmasked* ``images``: a list (one per block, input to output
     order) of (N, D) float tensors on the CPU. ``pool="mean"``: mean over the patch tokens of the block's output
-    (before the final norm); ``"cls"``: the [CLS] token; ``"tokens"``: all patch tokens flattened, (N, L*D)."""
+    (before the final norm); ``"cls"``: the [CLS] token; ``"tokens"``: all patch tokens flattened, (N, L*D).
+    ``caps``: a dry run's (the first ``eval_images`` images)."""
     one_of("pool", pool, ("mean", "cls", "tokens"))
     positive_int("batch_size", batch_size)
     if not isinstance(images, torch.Tensor) or images.ndim != 4:
         raise ParameterError("images", "a (N, C, H, W) tensor", tuple(getattr(images, "shape", ())))
-    dry = dry_run_limits()
-    if dry is not None:  # dry run: a few images
-        images = images[: dry.eval_images]
+    images = images[: cap(len(images), caps, "eval_images")]  # a dry run: a few images
     was_training = model.training
     model.eval()
     dev = next(model.parameters()).device
@@ -124,28 +133,32 @@ def cka_matrix(feats_a: Sequence, feats_b: Sequence) -> np.ndarray:
 
 
 def snapshot_probe_accuracy(
-    spec: experiments.PretrainSpec, *, device: str = "auto", progress: bool | None = None
+    spec: experiments.PretrainSpec,
+    *,
+    device: str = "auto",
+    progress: bool | None = None,
+    caps: DryRunLimits | None = None,
 ) -> dict:
     """Linear-probe test accuracy of the weights at each of ``spec.snapshot_epochs``.
 
     Pre-trains ``spec`` with :func:`maelab.experiments.pretrain` (instant when its checkpoint is cached: the
     snapshots are kept in it) and evaluates every snapshot as ``pretrain_and_evaluate`` evaluates the final model
     (logistic regression on standardised pooled features, C chosen on a validation split). Returns ``epochs`` and
-    ``linear_acc`` (lists, in epoch order).
+    ``linear_acc`` (lists, in epoch order). ``caps``: a dry run's, to the training and every probe.
     """
     if not spec.snapshot_epochs:
         raise ParameterError("snapshot_epochs", "a non-empty tuple of epochs in the spec", spec.snapshot_epochs)
     dev = resolve_device(device)
-    model, res, tr, te = experiments.pretrain(spec, device=str(dev), progress=progress)
+    model, res, tr, te = experiments.pretrain(spec, device=str(dev), progress=progress, caps=caps)
     if tr.labels is None:
         raise ParameterError("dataset", "a labelled dataset", spec.dataset)
 
     def probe(m) -> float:
-        ftr = evaluate.extract_features(m, tr.images, pool=spec.pool, progress=False)
-        fte = evaluate.extract_features(m, te.images, pool=spec.pool, progress=False)
+        ftr = evaluate.extract_features(m, tr.images, pool=spec.pool, progress=False, caps=caps)
+        fte = evaluate.extract_features(m, te.images, pool=spec.pool, progress=False, caps=caps)
         return float(
             evaluate.linear_probe(
-                ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed, blas_threads=1
+                ftr, tr.labels, fte, te.labels, method="logreg", seed=spec.seed, blas_threads=1, caps=caps
             ).test_acc
         )  # as pretrain_and_evaluate
 
@@ -157,11 +170,15 @@ def snapshot_probe_accuracy(
 
 
 def evaluate_specs(
-    specs: Sequence[experiments.PretrainSpec], *, device: str = "auto", progress: bool | None = None
+    specs: Sequence[experiments.PretrainSpec],
+    *,
+    device: str = "auto",
+    progress: bool | None = None,
+    caps: DryRunLimits | None = None,
 ) -> list[dict]:
     """:func:`maelab.experiments.pretrain_and_evaluate` for each spec, in order (its probe with one BLAS thread, as
-    the stored sweeps were computed)."""
-    return [experiments.pretrain_and_evaluate(spec, device=device, progress=progress) for spec in specs]
+    the stored sweeps were computed; ``caps``: a dry run's)."""
+    return [experiments.pretrain_and_evaluate(spec, device=device, progress=progress, caps=caps) for spec in specs]
 
 
 def finetune_vs_probe(runs, by: str = "enc"):

@@ -30,6 +30,7 @@ import torch
 from maelab import data, evaluate, experiments, models
 from maelab._util import resolve_device
 from maelab._validate import ParameterError, positive_int
+from maelab.options import DryRunLimits
 from maelab.train.loop import NonFiniteLossError
 
 from . import decoder
@@ -114,22 +115,22 @@ def mean_predictor_loss(model, images: torch.Tensor) -> float:
     return float(model.reconstruction_loss(torch.zeros_like(t), t, torch.ones(t.shape[:2], device=t.device)))
 
 
-def _loss_curve(spec, snapshots: Mapping[int, dict], model, images, n_loss: int) -> list[float]:
+def _loss_curve(spec, snapshots: Mapping[int, dict], model, images, n_loss: int, caps=None) -> list[float]:
     x = images[:n_loss]
     return experiments.evaluate_snapshots(
         spec,
         model,
         snapshots,
         sorted(snapshots),
-        lambda m: experiments.reconstruction_loss(m, x, spec.mask_ratio, seed=0),
+        lambda m: experiments.reconstruction_loss(m, x, spec.mask_ratio, seed=0, caps=caps),
         reseed=False,
     )
 
 
-def _probe(model, tr, te, n_probe: int, seed: int) -> float:
-    ftr = evaluate.extract_features(model, tr.images[:n_probe], pool="cls", progress=False)
-    fte = evaluate.extract_features(model, te.images, pool="cls", progress=False)
-    lp = evaluate.linear_probe(ftr, tr.labels[:n_probe], fte, te.labels, method="logreg_torch", seed=seed)
+def _probe(model, tr, te, n_probe: int, seed: int, caps: DryRunLimits | None = None) -> float:
+    ftr = evaluate.extract_features(model, tr.images[:n_probe], pool="cls", progress=False, caps=caps)
+    fte = evaluate.extract_features(model, te.images, pool="cls", progress=False, caps=caps)
+    lp = evaluate.linear_probe(ftr, tr.labels[:n_probe], fte, te.labels, method="logreg_torch", seed=seed, caps=caps)
     return float(lp.test_acc)
 
 
@@ -178,8 +179,10 @@ def run_variant(
     mask_seed: int = 0,
     device: str = "cpu",
     progress: bool | None = None,
+    caps: DryRunLimits | None = None,
 ) -> dict[str, Any]:
-    """Pre-train ``spec`` (weights kept after every epoch) and measure it; a store-ready dict.
+    """Pre-train ``spec`` (weights kept after every epoch) and measure it; a store-ready dict (``caps``: a dry
+    run's, to the training, the losses and the probes).
 
     ``summary`` (JSON): ``init_loss`` / ``final_loss`` (test reconstruction loss of the untrained / trained model on
     ``n_loss`` test images, mask seed 0), ``probe_acc`` / ``init_probe_acc`` (logistic-regression probe on the
@@ -198,11 +201,13 @@ def run_variant(
         )
     tr, te = experiments.load_data(spec, dev, progress)
     init = experiments.build_model(spec).to(dev)
-    init_loss = experiments.reconstruction_loss(init, te.images[:n_loss], spec.mask_ratio, seed=0)
-    init_probe = _probe(init, tr, te, n_probe, spec.seed)
+    init_loss = experiments.reconstruction_loss(init, te.images[:n_loss], spec.mask_ratio, seed=0, caps=caps)
+    init_probe = _probe(init, tr, te, n_probe, spec.seed, caps)
     t0 = time.perf_counter()
     try:
-        model, res, _, _ = experiments.pretrain(spec, device=str(dev), progress=progress, train_data=tr, test_data=te)
+        model, res, _, _ = experiments.pretrain(
+            spec, device=str(dev), progress=progress, train_data=tr, test_data=te, caps=caps
+        )
     except NonFiniteLossError as exc:
         msg = str(exc).splitlines()[0]
         summary = {
@@ -217,12 +222,12 @@ def run_variant(
         }
         return {"summary": summary, "curve": pd.DataFrame({"epoch": [0], "test_loss": [init_loss]})}
     train_s = time.perf_counter() - t0
-    losses = _loss_curve(spec, res.snapshots, model, te.images, n_loss)
+    losses = _loss_curve(spec, res.snapshots, model, te.images, n_loss, caps)
     out = _analyses(model, te.images[:n_eval].cpu(), mask_seed, n_examples)
     summary = {
         "init_loss": init_loss,
         "final_loss": float(losses[-1]),
-        "probe_acc": _probe(model.to(dev), tr, te, n_probe, spec.seed),
+        "probe_acc": _probe(model.to(dev), tr, te, n_probe, spec.seed, caps),
         "init_probe_acc": init_probe,
         "diverged": "",
         "diverged_epoch": None,

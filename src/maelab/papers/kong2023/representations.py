@@ -31,9 +31,9 @@ import numpy as np
 import torch
 
 from ... import evaluate, metrics
-from ..._util import dry_cap, dry_run_limits
 from ..._validate import ParameterError, in_range, one_of, positive_int
 from ...data import shapes as _shapes
+from ...options import DryRunLimits, cap
 
 __all__ = [
     "CLASS_FACTORS",
@@ -95,13 +95,14 @@ def decode_factors(
     k: int = 20,
     seed: int = 0,
     probe_method: str = "logreg",
+    caps: DryRunLimits | None = None,
 ) -> dict[str, float]:
     """Decode every factor of :func:`factor_targets` from frozen features; accuracy for classes, R² otherwise.
 
     ``probe_method``: the :func:`maelab.evaluate.linear_probe` solver of the linear class decoders (``"logreg"``
     or ``"logreg_torch"``: the same regularisation grid and validation rule, solved in torch, much faster). A dry
-    run (``maelab._util.dry_run_limits``) decodes from the first ``max(DryRunLimits.probe_examples, k)`` training
-    and test examples."""
+    run (``caps``: its :class:`maelab.options.DryRunLimits`) decodes from the first ``max(probe_examples, k)``
+    training and test examples."""
     from sklearn.linear_model import RidgeCV
     from sklearn.metrics import r2_score
     from sklearn.neighbors import KNeighborsRegressor
@@ -115,9 +116,8 @@ def decode_factors(
         raise ParameterError("test_features", f"2-D features of width {xtr.shape[-1]}", xte.shape)
     if set(train_targets) != set(test_targets):
         raise ParameterError("test_targets", "the same factors as train_targets", sorted(test_targets))
-    dry = dry_run_limits()
-    if dry is not None:  # a dry run: the first examples (as linear_probe and knn_accuracy take them)
-        n = max(dry.probe_examples, k)
+    if caps is not None:  # a dry run: the first examples (as linear_probe and knn_accuracy take them)
+        n = max(caps.probe_examples, k)
         xtr, xte = xtr[:n], xte[:n]
         train_targets = {f: np.asarray(v)[:n] for f, v in train_targets.items()}
         test_targets = {f: np.asarray(v)[:n] for f, v in test_targets.items()}
@@ -136,11 +136,17 @@ def decode_factors(
                         torch.from_numpy(yte),
                         method=probe_method,
                         seed=seed,
+                        caps=caps,
                     ).test_acc
                 )
             else:
                 out[name] = evaluate.knn_accuracy(
-                    torch.from_numpy(ztr), torch.from_numpy(ytr), torch.from_numpy(zte), torch.from_numpy(yte), k=k
+                    torch.from_numpy(ztr),
+                    torch.from_numpy(ytr),
+                    torch.from_numpy(zte),
+                    torch.from_numpy(yte),
+                    k=k,
+                    caps=caps,
                 )
             continue
         if method == "linear":
@@ -293,6 +299,7 @@ def measure_encoder(
     n_token_images: int = 500,
     n_attention: int = 500,
     seed: int = 0,
+    caps: DryRunLimits | None = None,
 ) -> tuple[dict[str, float], torch.Tensor]:
     """Every measurement of ``kong_representations`` on one frozen encoder; returns (row, test features).
 
@@ -303,14 +310,15 @@ def measure_encoder(
     :func:`factor_targets`; ``lin_class`` is ``class_acc``), ``attn_mass`` / ``attn_chance`` (mean over the first
     ``n_attention`` test images of :func:`silhouette_mass`), ``token_acc`` / ``token_balanced_acc`` /
     ``token_majority`` (:func:`token_silhouette_probe` on the first ``n_token_images`` train / test images).
+    ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`), to every probe and image count.
     """
     tr, te = probe["train"], probe["test"]
 
     def feats(x):
-        return evaluate.extract_features(model, x, pool=pool, progress=False)
+        return evaluate.extract_features(model, x, pool=pool, progress=False, caps=caps)
 
     ftr, fte = feats(tr.images), feats(te.images)
-    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg_torch", seed=seed)
+    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method="logreg_torch", seed=seed, caps=caps)
     row: dict[str, float] = {"class_acc": float(lp.test_acc)}
     for name, ds in probe["shifts"].items():
         row[f"shift_{name}"] = float((lp.predict(feats(ds.images)) == ds.labels.cpu()).double().mean())
@@ -321,18 +329,25 @@ def measure_encoder(
     ytr, yte = factor_targets(tr.latents), factor_targets(te.latents)
     no_class = [k for k in ytr if k != "class"]
     lin = decode_factors(
-        ftr, {k: ytr[k] for k in no_class}, fte, {k: yte[k] for k in no_class}, seed=seed, probe_method="logreg_torch"
+        ftr,
+        {k: ytr[k] for k in no_class},
+        fte,
+        {k: yte[k] for k in no_class},
+        seed=seed,
+        probe_method="logreg_torch",
+        caps=caps,
     )
     row.update({f"lin_{k}": v for k, v in lin.items()}, lin_class=row["class_acc"])
-    row.update({f"knn_{k}": v for k, v in decode_factors(ftr, ytr, fte, yte, method="knn", k=knn_k).items()})
+    knn = decode_factors(ftr, ytr, fte, yte, method="knn", k=knn_k, caps=caps)
+    row.update({f"knn_{k}": v for k, v in knn.items()})
     patch = model.patch_size
-    n_attention = dry_cap(n_attention, "eval_images")  # a dry run: a few images (maelab._util.DryRunLimits)
+    n_attention = cap(n_attention, caps, "eval_images")  # a dry run: a few images
     att = silhouette_mass(
         cls_attention_maps(model, te.images[:n_attention]),
         token_object_fraction(te.latents["mask"][:n_attention], patch),
     )
     row["attn_mass"], row["attn_chance"] = float(att["mass"].mean()), float(att["chance"].mean())
-    n = dry_cap(n_token_images, "eval_images")
+    n = cap(n_token_images, caps, "eval_images")
     tok = token_silhouette_probe(
         patch_tokens(model, tr.images[:n]),
         token_object_fraction(tr.latents["mask"][:n], patch),
@@ -355,25 +370,26 @@ def ink_silhouette_row(
     n_token_images: int = 1000,
     token_threshold: float = 0.5,
     seed: int = 0,
+    caps: DryRunLimits | None = None,
 ) -> dict[str, float]:
     """Figs 6-7 and the Table-3 analogue on images without known latents (the shared zoo's MNIST digits): the
     object's silhouette is its ink, the pixels brighter than ``ink`` (all channels averaged). Keys: ``attn_mass``
     / ``attn_chance`` (mean over the first ``n_attention`` test images of :func:`silhouette_mass` of the
     last-layer [CLS] attention), ``token_acc`` / ``token_balanced_acc`` / ``token_majority`` / ``object_rate``
     (:func:`token_silhouette_probe` on the first ``n_token_images`` train / test images; NaN when the training
-    tokens are all ink or all background, e.g. on other images than digits). A dry run caps the images
-    (``maelab._util.DryRunLimits.eval_images``)."""
+    tokens are all ink or all background, e.g. on other images than digits). A dry run (``caps``) caps the images
+    (:attr:`maelab.options.DryRunLimits.eval_images`)."""
     in_range("ink", ink, 0.0, 1.0, low_open=True, high_open=True)
 
     def sil(x):
         return (x.mean(dim=1, keepdim=True) > ink).float().cpu()
 
     patch = model.patch_size
-    na = dry_cap(n_attention, "eval_images")
+    na = cap(n_attention, caps, "eval_images")
     att = silhouette_mass(
         cls_attention_maps(model, test_images[:na]), token_object_fraction(sil(test_images[:na]), patch)
     )
-    n = dry_cap(n_token_images, "eval_images")
+    n = cap(n_token_images, caps, "eval_images")
     ftr, fte = token_object_fraction(sil(train_images[:n]), patch), token_object_fraction(sil(test_images[:n]), patch)
     if len(torch.unique(ftr > token_threshold)) < 2:  # no ink token (or no background one): nothing to probe
         nan = float("nan")

@@ -19,6 +19,7 @@ from typing import Any
 from ... import models
 from ..._validate import ParameterError
 from ...experiments import PretrainSpec, build_model, load_data, pretrain
+from ...options import DryRunLimits
 
 __all__ = ["DATASET", "configs", "spec", "specs", "zoo_config", "data", "train_or_load", "random_init", "label"]
 
@@ -88,13 +89,23 @@ def data(S, device="cpu"):
     return load_data(spec(S, S.unit_ratio, 1, 0), device, progress=False)
 
 
-def train_or_load(s: PretrainSpec, train_data, test_data, *, device: str = "cpu", progress: bool | None = None):
+def train_or_load(
+    s: PretrainSpec,
+    train_data,
+    test_data,
+    *,
+    device: str = "cpu",
+    progress: bool | None = None,
+    caps: DryRunLimits | None = None,
+):
     """Pre-train ``s`` (or load its finished checkpoint); returns ``(model in eval mode, history)``.
 
     ``history``: the trainer's per-epoch log (``loss``, ``seconds``, ...) of the run that trained it (restored
-    from the checkpoint when loaded).
+    from the checkpoint when loaded). ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`).
     """
-    model, res, _, _ = pretrain(s, device=device, progress=progress, train_data=train_data, test_data=test_data)
+    model, res, _, _ = pretrain(
+        s, device=device, progress=progress, train_data=train_data, test_data=test_data, caps=caps
+    )
     return model.eval(), list(res.history)
 
 

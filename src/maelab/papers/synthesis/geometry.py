@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..._util import dry_cap
 from ..._validate import positive_int
+from ...options import DryRunLimits, cap
 from ..bisulco2025.jacobians import masked_pixel_jacobians
 from ..bisulco2025.locality import map_spread, uniform_visible_spread
 
@@ -67,9 +67,11 @@ def jacobian_spread(model, images: torch.Tensor, eval_ratio: float, n_pixels: in
     }
 
 
-def geometry_row(model, images: torch.Tensor, settings: Any, seed: int = 0) -> dict[str, float]:
-    """Both measurements of one model on the test ``images`` (``settings``: a ``SynthesisSettings``); a dry run caps
-    the images (``maelab._util.DryRunLimits.eval_images``)."""
+def geometry_row(
+    model, images: torch.Tensor, settings: Any, seed: int = 0, *, caps: DryRunLimits | None = None
+) -> dict[str, float]:
+    """Both measurements of one model on the test ``images`` (``settings``: a ``SynthesisSettings``); a dry run
+    (``caps``) caps the images (:attr:`maelab.options.DryRunLimits.eval_images`)."""
     S = settings
-    jac = jacobian_spread(model, images[: dry_cap(S.n_jac_images, "eval_images")], S.eval_ratio, S.n_jac_pixels, seed)
-    return {**jac, **attention_distance(model, images[: dry_cap(S.n_attn_images, "eval_images")])}
+    jac = jacobian_spread(model, images[: cap(S.n_jac_images, caps, "eval_images")], S.eval_ratio, S.n_jac_pixels, seed)
+    return {**jac, **attention_distance(model, images[: cap(S.n_attn_images, caps, "eval_images")])}

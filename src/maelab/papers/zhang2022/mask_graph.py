@@ -50,8 +50,8 @@ import numpy as np
 import torch
 
 from maelab import masking
-from maelab._util import dry_run_limits
 from maelab._validate import ParameterError, in_range, positive_int
+from maelab.options import DryRunLimits
 
 # ----------------------------------------------------------------------------------------------- Fig. 2b/c
 
@@ -191,6 +191,7 @@ def distance_curves(
     n_mask_draws: int,
     seed: int,
     readings: dict[str, dict],
+    caps: DryRunLimits | None = None,
 ) -> dict[str, Any]:
     """Intra- and inter-class patch distances against the mask ratio for one seed (one sample of image pairs).
 
@@ -201,15 +202,15 @@ def distance_curves(
         n_mask_draws: random masks per pair and ratio for the sampled (Monte Carlo) curves.
         seed: seeds the pairs and the masks.
         readings: name -> dict(pairs=..., fill=...) (see :func:`masked_pair_distance`).
+        caps: a dry run's (:class:`maelab.options.DryRunLimits`): at most ``mc_samples`` pairs and 2 mask draws.
     Returns:
         A dict with, per reading name, arrays of shape ``(len(mask_ratios),)`` -- ``<name>__exact_intra``,
         ``<name>__exact_inter`` (closed form over masks, mean over pairs), ``<name>__mc_intra``, ``<name>__mc_inter``
         (mean over pairs and mask draws) -- and ``pairs_intra`` / ``pairs_inter`` (the index pairs used).
     """
     positive_int("n_mask_draws", n_mask_draws)
-    dry = dry_run_limits()
-    if dry is not None:  # dry run: a few Monte-Carlo samples
-        n_pairs, n_mask_draws = min(n_pairs, dry.mc_samples), min(n_mask_draws, 2)
+    if caps is not None:  # dry run: a few Monte-Carlo samples
+        n_pairs, n_mask_draws = min(n_pairs, caps.mc_samples), min(n_mask_draws, 2)
     ratios = [in_range(f"mask_ratios[{i}]", r, 0.0, 1.0, high_open=True) for i, r in enumerate(mask_ratios)]
     for opt in readings.values():
         _check_pairs_fill(opt.get("pairs", "all"), opt.get("fill"))
@@ -478,17 +479,19 @@ def fit_collapsed_decoder(
     lr: float,
     seed: int,
     eval_draws: int = 4,
+    caps: DryRunLimits | None = None,
 ) -> dict[str, Any]:
     """Train an MAE decoder behind a fully collapsed encoder: the encoder output is one learned constant tensor c
     (shared by all images; the decoder still gets the mask positions through its position embeddings and mask
     token, as in MAE). Adam on (c, decoder); returns the test reconstruction loss (the model's own loss, masked
-    patches), averaged over ``eval_draws`` seeded mask draws, and the training-loss trace (every 10 steps)."""
+    patches), averaged over ``eval_draws`` seeded mask draws, and the training-loss trace (every 10 steps).
+    ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`): ``train_steps`` steps, ``eval_images`` test
+    images."""
     positive_int("steps", steps)
     positive_int("batch_size", batch_size)
     in_range("lr", lr, 0.0, low_open=True)
-    dry = dry_run_limits()
-    if dry is not None:  # dry run: a couple of steps, a few test images
-        steps, test_images = min(steps, dry.train_steps), test_images[: dry.eval_images]
+    if caps is not None:  # dry run: a couple of steps, a few test images
+        steps, test_images = min(steps, caps.train_steps), test_images[: caps.eval_images]
     torch.manual_seed(seed)
     dev = next(model.parameters()).device
     n_keep = masking.num_keep(model.num_patches, mask_ratio)

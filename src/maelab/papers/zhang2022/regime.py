@@ -31,6 +31,7 @@ from maelab import evaluate, experiments, metrics, models
 from maelab._util import resolve_device
 from maelab._validate import ParameterError, positive_int
 from maelab.claims import LearnedCheck
+from maelab.options import DryRunLimits
 
 POOLS = ("cls", "mean")
 #: per-snapshot numbers (suffix ``_mean``: mean-pooled patch tokens)
@@ -245,27 +246,32 @@ def probe_subset(n_total: int, n: int | None, seed: int) -> torch.Tensor:
     return torch.sort(torch.randperm(n_total, generator=g)[:n]).values
 
 
-def _probe_pair(ftr, ytr, fte, yte, seed: int) -> tuple[float, float]:
-    lp = evaluate.linear_probe(ftr, ytr, fte, yte, method="logreg_torch", seed=seed)
-    return float(lp.test_acc), float(evaluate.knn_accuracy(ftr, ytr, fte, yte, k=KNN_K))
+def _probe_pair(ftr, ytr, fte, yte, seed: int, caps: DryRunLimits | None = None) -> tuple[float, float]:
+    lp = evaluate.linear_probe(ftr, ytr, fte, yte, method="logreg_torch", seed=seed, caps=caps)
+    return float(lp.test_acc), float(evaluate.knn_accuracy(ftr, ytr, fte, yte, k=KNN_K, caps=caps))
 
 
-def snapshot_row(model, tr_images, tr_labels, te_images, te_labels, seed: int) -> dict[str, float]:
-    """The numbers of :data:`METRICS` for one frozen model: probe, 20-NN and effective rank (test features)."""
+def snapshot_row(
+    model, tr_images, tr_labels, te_images, te_labels, seed: int, caps: DryRunLimits | None = None
+) -> dict[str, float]:
+    """The numbers of :data:`METRICS` for one frozen model: probe, 20-NN and effective rank (test features);
+    ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`)."""
     row = {}
     for pool in POOLS:
         sfx = "" if pool == "cls" else "_mean"
-        ftr = evaluate.extract_features(model, tr_images, pool=pool, progress=False)
-        fte = evaluate.extract_features(model, te_images, pool=pool, progress=False)
-        row["linear_acc" + sfx], row["knn_acc" + sfx] = _probe_pair(ftr, tr_labels, fte, te_labels, seed)
+        ftr = evaluate.extract_features(model, tr_images, pool=pool, progress=False, caps=caps)
+        fte = evaluate.extract_features(model, te_images, pool=pool, progress=False, caps=caps)
+        row["linear_acc" + sfx], row["knn_acc" + sfx] = _probe_pair(ftr, tr_labels, fte, te_labels, seed, caps)
         row["effective_rank" + sfx] = float(metrics.effective_rank(fte))
     return row
 
 
-def raw_pixel_row(tr_images, tr_labels, te_images, te_labels, seed: int) -> dict[str, float]:
+def raw_pixel_row(
+    tr_images, tr_labels, te_images, te_labels, seed: int, caps: DryRunLimits | None = None
+) -> dict[str, float]:
     """Probe and 20-NN on the raw pixels (flattened images), the reference a useful encoder should approach."""
     ftr, fte = tr_images.reshape(len(tr_images), -1), te_images.reshape(len(te_images), -1)
-    acc, knn = _probe_pair(ftr, tr_labels, fte, te_labels, seed)
+    acc, knn = _probe_pair(ftr, tr_labels, fte, te_labels, seed, caps)
     return {"linear_acc": acc, "knn_acc": knn}
 
 
@@ -279,8 +285,10 @@ def seed_curves(
     probe_n_train: int | None = None,
     device: str = "auto",
     progress: bool | None = None,
+    caps: DryRunLimits | None = None,
 ) -> dict[str, Any]:
-    """Pre-train every variant at ``seed`` (cached) keeping snapshots and evaluate the snapshots at ``epochs``.
+    """Pre-train every variant at ``seed`` (cached) keeping snapshots and evaluate the snapshots at ``epochs``
+    (``caps``: a dry run's, to the training and every evaluation).
 
     ``keep_epochs``: the snapshots kept in the checkpoint (part of its key; None: ``epochs``), a superset of
     ``epochs`` -- keeping every epoch is cheap and lets a later analysis probe other epochs without retraining.
@@ -312,7 +320,9 @@ def seed_curves(
     rows, hist, timing = [], [], []
     for i, (name, fields) in enumerate(variants.items()):
         spec = dataclasses.replace(base, **dict(fields), seed=seed, snapshot_epochs=tuple(keep))
-        model, res, _, _ = experiments.pretrain(spec, device=str(dev), progress=progress, train_data=tr, test_data=te)
+        model, res, _, _ = experiments.pretrain(
+            spec, device=str(dev), progress=progress, train_data=tr, test_data=te, caps=caps
+        )
         todo = epochs if i == 0 else epochs[1:]
         t0 = time.perf_counter()
         vals = experiments.evaluate_snapshots(
@@ -321,7 +331,7 @@ def seed_curves(
             res.snapshots,
             todo,
             reseed=False,
-            measure=lambda m: snapshot_row(m, ptr, ytr, te.images, te.labels, seed),
+            measure=lambda m: snapshot_row(m, ptr, ytr, te.images, te.labels, seed, caps),
         )
         for e, v in zip(todo, vals):
             rows.append(
@@ -337,7 +347,7 @@ def seed_curves(
                 "snapshots": len(todo),
             }
         )
-    raw = raw_pixel_row(ptr, ytr, te.images, te.labels, seed)
+    raw = raw_pixel_row(ptr, ytr, te.images, te.labels, seed, caps)
     return {
         "curves": pd.DataFrame(rows, columns=["variant", "seed", "epoch", "images_seen", *METRICS]),
         "raw": pd.DataFrame([{"seed": seed, **raw}]),

@@ -34,6 +34,7 @@ from maelab import evaluate, experiments, metrics, models, train
 from maelab._util import resolve_device
 from maelab._validate import ParameterError
 from maelab.claims import FineTuneCheck
+from maelab.options import DryRunLimits
 
 POOLS = ("cls", "mean")
 #: per-run numbers in :func:`compare`'s ``runs`` table (suffix ``_mean`` for mean-pooled patch tokens)
@@ -50,8 +51,8 @@ METRICS = (
 )
 
 
-def _features(model, images, pool):
-    return evaluate.extract_features(model, images, pool=pool, progress=False)
+def _features(model, images, pool, caps: DryRunLimits | None = None):
+    return evaluate.extract_features(model, images, pool=pool, progress=False, caps=caps)
 
 
 def _probe_kwargs(probe_cs) -> dict:
@@ -109,7 +110,9 @@ def base_spec(settings, dataset: str) -> experiments.PretrainSpec:
     )
 
 
-def _pool_metrics(model, tr, te, seed: int, probe_cs=None, probe_method: str = "logreg") -> tuple[dict, dict, dict]:
+def _pool_metrics(
+    model, tr, te, seed: int, probe_cs=None, probe_method: str = "logreg", caps: DryRunLimits | None = None
+) -> tuple[dict, dict, dict]:
     """Linear probe (logreg), k-NN, effective rank and singular values of the test features, for both pools."""
     kw = _probe_kwargs(probe_cs)
     if probe_method not in PROBE_METHODS:
@@ -117,10 +120,12 @@ def _pool_metrics(model, tr, te, seed: int, probe_cs=None, probe_method: str = "
     row, sv, feats = {}, {}, {}
     for pool in POOLS:
         sfx = "" if pool == "cls" else "_mean"
-        ftr, fte = _features(model, tr.images, pool), _features(model, te.images, pool)
-        lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method=probe_method, seed=seed, blas_threads=1, **kw)
+        ftr, fte = _features(model, tr.images, pool, caps), _features(model, te.images, pool, caps)
+        lp = evaluate.linear_probe(
+            ftr, tr.labels, fte, te.labels, method=probe_method, seed=seed, blas_threads=1, caps=caps, **kw
+        )
         row["linear_acc" + sfx] = float(lp.test_acc)
-        row["knn_acc" + sfx] = float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels))
+        row["knn_acc" + sfx] = float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels, caps=caps))
         row["effective_rank" + sfx] = float(metrics.effective_rank(fte))
         sv[pool] = metrics.singular_values(fte).numpy()
         feats[pool] = fte
@@ -136,8 +141,9 @@ def evaluate_run(
     probe_method: str = "logreg",
     device: str = "auto",
     progress: bool | None = None,
+    caps: DryRunLimits | None = None,
 ) -> dict[str, Any]:
-    """Pre-train ``spec`` (cached) and evaluate it.
+    """Pre-train ``spec`` (cached) and evaluate it (``caps``: a dry run's, to every step).
 
     ``rank_epochs``: completed epochs (0 = initial weights) at which the effective rank of the test features is
     measured (from weight snapshots; they become ``spec.snapshot_epochs``, so they are part of the checkpoint key).
@@ -160,11 +166,11 @@ def evaluate_run(
     )
     _probe_kwargs(probe_cs)
     dev = resolve_device(device)
-    model, res, tr, te = experiments.pretrain(spec, device=str(dev), progress=progress)
+    model, res, tr, te = experiments.pretrain(spec, device=str(dev), progress=progress, caps=caps)
     if tr.labels is None or te.labels is None:
         raise ParameterError("dataset", "a labelled dataset (mnist10k, shapes, cifar10, imagefolder)", spec.dataset)
-    row, sv, feats = _pool_metrics(model, tr, te, spec.seed, probe_cs, probe_method)
-    row["rec_loss"] = experiments.reconstruction_loss(model, te.images, spec.mask_ratio, seed=spec.seed)
+    row, sv, feats = _pool_metrics(model, tr, te, spec.seed, probe_cs, probe_method, caps)
+    row["rec_loss"] = experiments.reconstruction_loss(model, te.images, spec.mask_ratio, seed=spec.seed, caps=caps)
     row["train_seconds"] = float(sum(h["seconds"] for h in res.history))
     ranks = [
         [e, *r]
@@ -176,14 +182,14 @@ def evaluate_run(
                 res.snapshots,
                 epochs,
                 reseed=True,  # reseed: as the stored zhang_umae runs were computed
-                measure=lambda m: [float(metrics.effective_rank(_features(m, te.images, p))) for p in POOLS],
+                measure=lambda m: [float(metrics.effective_rank(_features(m, te.images, p, caps))) for p in POOLS],
             ),
         )
     ]
     row["finetune_acc"] = None
     if finetune_epochs:
         cfg = experiments.finetune_config(spec, len(tr), epochs=finetune_epochs)  # the pipeline's recipe
-        ft = train.fine_tune(model, tr, te, cfg, device=str(dev), progress=progress)
+        ft = train.fine_tune(model, tr, te, cfg, device=str(dev), progress=progress, caps=caps)
         row["finetune_acc"] = float(ft.test_acc)
     return {
         "row": row,
@@ -201,17 +207,23 @@ def random_init_run(
     probe_cs: Sequence[float] | None = None,
     probe_method: str = "logreg",
     device: str = "auto",
+    caps: DryRunLimits | None = None,
 ) -> dict[str, Any]:
     """The untrained model of ``spec`` evaluated like a trained one (no fine-tuning): ``row`` and ``sv``."""
     dev = resolve_device(device)
     tr, te = experiments.load_data(spec, dev, progress=False)
     model = experiments.build_model(spec).to(dev)
-    row, sv, _ = _pool_metrics(model, tr, te, spec.seed, probe_cs, probe_method)
+    row, sv, _ = _pool_metrics(model, tr, te, spec.seed, probe_cs, probe_method, caps)
     return {"row": row, "sv": sv}
 
 
 def raw_pixel_probe(
-    spec: experiments.PretrainSpec, *, probe_cs=None, probe_method: str = "logreg", device: str = "auto"
+    spec: experiments.PretrainSpec,
+    *,
+    probe_cs=None,
+    probe_method: str = "logreg",
+    device: str = "auto",
+    caps: DryRunLimits | None = None,
 ) -> dict:
     """The raw-pixel reference of a spec's data: the same probe (``probe_cs``, ``probe_method``, seed 0) and 20-NN
     on the flattened training / test images, no encoder. A representation worth learning should beat it; the
@@ -223,8 +235,11 @@ def raw_pixel_probe(
     if tr.labels is None or te.labels is None:
         raise ParameterError("dataset", "a labelled dataset", spec.dataset)
     ftr, fte = tr.images.reshape(len(tr.images), -1), te.images.reshape(len(te.images), -1)
-    lp = evaluate.linear_probe(ftr, tr.labels, fte, te.labels, method=probe_method, seed=0, blas_threads=1, **kw)
-    return {"linear_acc": float(lp.test_acc), "knn_acc": float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels))}
+    lp = evaluate.linear_probe(
+        ftr, tr.labels, fte, te.labels, method=probe_method, seed=0, blas_threads=1, caps=caps, **kw
+    )
+    knn = evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels, caps=caps)
+    return {"linear_acc": float(lp.test_acc), "knn_acc": float(knn)}
 
 
 def compare(
@@ -241,8 +256,9 @@ def compare(
     probe_method: str = "logreg",
     device: str = "auto",
     progress: bool | None = None,
+    caps: DryRunLimits | None = None,
 ) -> dict[str, Any]:
-    """Run every variant at every seed and collect store-ready tables.
+    """Run every variant at every seed and collect store-ready tables (``caps``: a dry run's, to every run).
 
     ``variants``: name -> PretrainSpec fields replacing those of ``base`` (e.g. ``{"mae": {"model": "mae"},
     "umae": {"model": "umae", "model_overrides": (("lambda_unif", 0.01),)}}``); ``seed`` is set per run.
@@ -283,6 +299,7 @@ def compare(
                 device=device,
                 progress=progress,
                 finetune_epochs=finetune_epochs if name in finetune_variants else 0,
+                caps=caps,
             )
             rows.append({"variant": name, "seed": s, **r["row"]})
             curves += [{"variant": name, "seed": s, **h} for h in r["history"]]
@@ -302,6 +319,7 @@ def compare(
                 probe_cs=probe_cs,
                 probe_method=probe_method,
                 device=device,
+                caps=caps,
             )
             rows.append(
                 {
