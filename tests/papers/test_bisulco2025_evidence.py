@@ -22,6 +22,7 @@ from maelab import store, zoo
 from maelab._validate import ParameterError
 from maelab.claims import LearnedCheck, verdict
 from maelab.papers.bisulco2025 import evidence as ev
+from maelab.papers.bisulco2025 import sweeps_evidence as sev
 from maelab.papers.bisulco2025.claims import CLAIMS
 
 ROWS = {c.id: c for c in CLAIMS}
@@ -330,20 +331,20 @@ def _sweeps_tables():
 
 def test_learned_check_pairs_each_seed_with_its_random_init():
     runs, rand, _, _ = _sweeps_tables()
-    c = ev.learned_check(runs[(runs.enc == 1) & (runs.dec == 2)], rand, "encoder 1")
+    c = sev.learned_check(runs[(runs.enc == 1) & (runs.dec == 2)], rand, "encoder 1")
     assert isinstance(c, LearnedCheck) and c.trained == (0.70, 0.72) and c.random_init == (0.5, 0.70)
     assert c.seeds == (0, 1) and not c.met  # seed 1 gains 2 points only
     with pytest.raises(ParameterError, match="trained"):
-        ev.learned_check(runs.drop(columns="patch"), rand, "x")
+        sev.learned_check(runs.drop(columns="patch"), rand, "x")
 
 
 def test_depth_rows_by_hand_with_one_encoder_that_did_not_learn():
     runs, rand, _, costs = _sweeps_tables()
-    checks = ev.depth_checks(runs, rand, SWEEPS)
+    checks = sev.depth_checks(runs, rand, SWEEPS)
     assert list(checks["key"]) == [1, 2] and not checks["key"][1].met and checks["key"][2].met
     assert checks["key"][1].what == "encoder 1, decoder 2, patch 4, mask 0.75 (seeds [0, 1])"
     assert len(checks["grid"]) == 4 and all(c.met for c in checks["grid"])  # seed 0: gains 10 to 30 points
-    out = ev.depth_evidence(runs, checks, SWEEPS)
+    out = sev.depth_evidence(runs, checks, SWEEPS)
     d = out["bisulco.fig15_encoder_depth"]
     assert d.x == (1.0, 2.0) and d.y == approx((0.71, 0.82)) and d.y_err == approx((0.01, 0.02)) and d.y_n == (2, 2)
     assert d.unmet == checks["key"][1].unmet and "seed 1" in d.unmet
@@ -352,16 +353,16 @@ def test_depth_rows_by_hand_with_one_encoder_that_did_not_learn():
     assert b.value == 2.0 and b.note.endswith("{1: 0.625, 2: 0.75}") and not b.unmet
     r = out["bisulco.fig14_loss_not_proxy"]  # loss falls exactly as accuracy rises over the four grid runs
     assert r.value == approx(-1.0) and r.note.startswith("Spearman over 4 grid runs") and not r.unmet
-    t = ev.decoder_time_evidence(costs, SWEEPS)  # 30 / 10 FLOPs, 0.2 / 0.1 s per layer
+    t = sev.decoder_time_evidence(costs, SWEEPS)  # 30 / 10 FLOPs, 0.2 / 0.1 s per layer
     assert t.value == approx(3.0, rel=1e-9) and "step-time ratio 2.00 (0.2 s vs 0.1 s per layer" in t.note
     assert t.unmet == ""
 
 
 def test_patch_mask_rows_by_hand_with_a_cell_that_did_not_learn():
     runs, rand, pm, costs = _sweeps_tables()
-    pm_checks = ev.patch_mask_checks(pm, rand, SWEEPS)
+    pm_checks = sev.patch_mask_checks(pm, rand, SWEEPS)
     assert not pm_checks[4, 0.5].met and sum(c.met for c in pm_checks.values()) == 3  # 53 % vs 50 % at random init
-    out = ev.patch_mask_evidence(pm, costs, pm_checks, SWEEPS)
+    out = sev.patch_mask_evidence(pm, costs, pm_checks, SWEEPS)
     f = out["bisulco.fig16_patch_time"]  # FLOPs 400 / 200 and 300 / 170; times 2.0 / 1.6 and 1.8 / 1.5
     assert f.samples == approx((math.log(2.0), math.log(300 / 170)))
     assert f.note == "patch 2 vs 4, paired over mask ratios [0.5, 0.75]; step-time ratios [1.25, 1.2]"
@@ -374,32 +375,32 @@ def test_patch_mask_rows_by_hand_with_a_cell_that_did_not_learn():
 
 
 def test_late_gains_and_the_mid_epoch():
-    assert ev.late_epochs(SWEEPS) == (2, 4)
-    assert ev.late_epochs(SimpleNamespace(epochs=4, snapshot_epochs=[3, 8])) == (3, 4)  # none <= 2: the first
+    assert sev.late_epochs(SWEEPS) == (2, 4)
+    assert sev.late_epochs(SimpleNamespace(epochs=4, snapshot_epochs=[3, 8])) == (3, 4)  # none <= 2: the first
     runs, rand, _, _ = _sweeps_tables()
-    checks = ev.depth_checks(runs, rand, SWEEPS)
+    checks = sev.depth_checks(runs, rand, SWEEPS)
     sn = pd.DataFrame(
         [(2, 0, 2, 0.70), (2, 0, 4, 0.75), (2, 1, 2, 0.80), (2, 1, 4, 0.78), (1, 0, 2, 0.1), (1, 0, 4, 0.9)],
         columns=["enc", "seed", "epoch", "linear_acc"],
     )
-    e = ev.late_gains_evidence(sn, checks["key"], SWEEPS)  # deepest (2): 0.75 - 0.70, 0.78 - 0.80
+    e = sev.late_gains_evidence(sn, checks["key"], SWEEPS)  # deepest (2): 0.75 - 0.70, 0.78 - 0.80
     assert e.samples == approx((0.05, -0.02)) and not e.unmet
     assert e.note == "encoder 2, epoch 4 minus epoch 2, seeds [0, 1]"
     # the deepest encoder not learned: the row is gated
     bad = {**checks["key"], 2: LearnedCheck("encoder 2", (0.52, 0.51), (0.5, 0.5))}
-    assert ev.late_gains_evidence(sn, bad, SWEEPS).unmet == bad[2].unmet != ""
+    assert sev.late_gains_evidence(sn, bad, SWEEPS).unmet == bad[2].unmet != ""
 
 
 def test_cka_of_the_last_layers_by_hand():
     runs, rand, _, _ = _sweeps_tables()
-    checks = ev.depth_checks(runs, rand, SWEEPS)
+    checks = sev.depth_checks(runs, rand, SWEEPS)
     mats = np.full((2, 2, 2, 2), np.nan)  # seeds x depths (1, 2) x layer x layer of the deepest
     mats[0, 0, 0, -1], mats[0, 1, 1, -1], mats[1, 0, 0, -1], mats[1, 1, 1, -1] = 0.9, 0.95, 0.8, 0.97
-    e = ev.cka_evidence(mats, checks["key"], SWEEPS)
+    e = sev.cka_evidence(mats, checks["key"], SWEEPS)
     assert e.x == (1.0, 2.0) and e.y == approx((0.85, 0.96)) and e.y_err == approx((0.05, 0.01)) and e.y_n == (2, 2)
     assert e.unmet == checks["key"][1].unmet  # the one key-column encoder that did not learn
     with pytest.raises(ParameterError, match="cka"):
-        ev.cka_evidence(mats[:1], checks["key"], SWEEPS)
+        sev.cka_evidence(mats[:1], checks["key"], SWEEPS)
 
 
 # ------------------------------------------------------------------------------------------------ no Evidence in pages
@@ -509,13 +510,15 @@ def test_sweeps_reproduces_its_committed_claims():
     nb = "bisulco_sweeps"
     runs, pmr = _load(nb, "depth_grid")["runs"], _load(nb, "patch_mask_grid")["runs"]
     rand, costs = _load(nb, "random_init")["runs"], _load(nb, "step_costs")["costs"]
-    checks = ev.depth_checks(runs, rand, S)
+    checks = sev.depth_checks(runs, rand, S)
     got = {
-        **ev.depth_evidence(runs, checks, S),
-        "bisulco.fig14_decoder_time": ev.decoder_time_evidence(costs, S),
-        **ev.patch_mask_evidence(pmr, costs, ev.patch_mask_checks(pmr, rand, S), S),
-        "bisulco.fig18_late_gains": ev.late_gains_evidence(_load(nb, "snapshot_probes")["snapshots"], checks["key"], S),
-        "bisulco.fig19_cka_last_layer": ev.cka_evidence(_load(nb, "cka")["cka"], checks["key"], S),
+        **sev.depth_evidence(runs, checks, S),
+        "bisulco.fig14_decoder_time": sev.decoder_time_evidence(costs, S),
+        **sev.patch_mask_evidence(pmr, costs, sev.patch_mask_checks(pmr, rand, S), S),
+        "bisulco.fig18_late_gains": sev.late_gains_evidence(
+            _load(nb, "snapshot_probes")["snapshots"], checks["key"], S
+        ),
+        "bisulco.fig19_cka_last_layer": sev.cka_evidence(_load(nb, "cka")["cka"], checks["key"], S),
     }
     y_n = _same(got, nb)
     assert y_n["bisulco.fig15_encoder_depth"] == y_n["bisulco.fig19_cka_last_layer"] == (len(S.seeds),) * 3
