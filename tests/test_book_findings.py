@@ -391,3 +391,27 @@ def test_context_read_takes_another_notebooks_result_and_never_computes(tmp_path
         ctx.read("zhang_regime", "thing", {**config, "n": 4}, missing_ok=True)  # another config: never taken
     with pytest.raises(ParameterError, match="profile"):
         ctx.read("zhang_regime", "thing", {"profile": "cpu"})
+
+
+def test_sensitivity_is_what_the_seeds_could_detect_in_the_rows_unit():
+    import numpy as np
+    from scipy import stats
+
+    from maelab.book import scoreboard
+
+    samples = [0.01, 0.03, -0.02]
+    sd = float(np.std(samples, ddof=1))
+    text = scoreboard.sensitivity(Evidence.from_samples(samples), "points")
+    mde = float(text.split()[0]) / 100  # printed to 2 significant digits, in points
+    # independently: a true mean of that size gives a two-sided t-test at 0.05 with 3 samples about 80 % power
+    crit = stats.t.ppf(0.975, 2)
+    power = stats.nct.sf(crit, 2, mde / (sd / np.sqrt(3))) + stats.nct.cdf(-crit, 2, mde / (sd / np.sqrt(3)))
+    assert power == pytest.approx(0.8, abs=0.02)
+    assert text.endswith(f"points with n = 3 (sd {100 * sd:.2g} points)")
+    # plain units; and nothing for a series, a single sample or an exact value
+    assert float(scoreboard.sensitivity(Evidence.from_samples(samples)).split()[0]) == pytest.approx(mde, rel=0.05)
+    assert scoreboard.sensitivity(Evidence.from_series([1, 2], [[0.1, 0.2], [0.2, 0.4]])) == ""
+    assert scoreboard.sensitivity(Evidence.from_samples([0.3])) == ""
+    assert scoreboard.sensitivity(Evidence(value=1.0)) == ""
+    with pytest.raises(ParameterError, match="^unit"):
+        scoreboard.sensitivity(Evidence.from_samples(samples), "percent")

@@ -288,6 +288,7 @@ def _scoreboard_row(r, links: dict[str, str]) -> str:
             ("criterion", r["criterion"]),
             ("reason", r["reason"] or "—"),
             ("p (Holm)", _p_text(r)),
+            ("detectable (80 % power)", r.get("sensitivity") or "— (an exact value or a series)"),
             ("provenance", prov or "—"),
         )
     )

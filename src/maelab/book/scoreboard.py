@@ -60,6 +60,20 @@ def format_value(ev: claims_mod.Evidence, unit: str = "") -> str:
     return s + (f" (mean ± s.e., n={ev.n})" if ev.std is not None else "")
 
 
+def sensitivity(ev: claims_mod.Evidence, unit: str = "") -> str:
+    """What a row decided from samples could have detected: the smallest true mean that its ``n`` samples, with
+    their standard deviation, detect with 80 % power by a two-sided t-test at 0.05 before the multiplicity
+    adjustment (:func:`maelab.claims.minimum_detectable_effect`), in ``unit``; "" for exact values and series (no
+    samples, or fewer than two). A design quantity at the observed spread, not a post-hoc power of the observed
+    effect: it says how far from the criterion's reference a true effect must lie for these seeds to see it."""
+    one_of("unit", unit, claims_mod.UNITS)
+    if ev.y is not None or ev.std is None:
+        return ""
+    k, suffix = claims_mod.UNITS[unit]
+    mde = claims_mod.minimum_detectable_effect(float(ev.std), int(ev.n))
+    return f"{k * mde:.2g}{suffix} with n = {ev.n} (sd {k * ev.std:.2g}{suffix})"
+
+
 def _claim_roots(root: str | os.PathLike | None = None) -> list[Path]:
     """Where the scoreboard looks for claims records: ``root`` (a run's results folder, ``--results-dir``), else
     the committed results and the smoke cache."""
@@ -148,6 +162,7 @@ def _row(c: claims_mod.Claim, found: tuple | None, measured: dict) -> dict:
     return {
         **row,
         "ours": format_value(ev, c.unit),
+        "sensitivity": sensitivity(ev, c.unit),
         "verdict": v,
         "reason": why,
         "profile": found[0],
