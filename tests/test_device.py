@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from maelab import cost, store
+from maelab import cost, store, store_admin
 from maelab._validate import ParameterError
 from maelab.device import ArchiveError, DeviceError, import_archive, read_manifest
 from maelab.device import archive as arch
@@ -63,7 +63,7 @@ def test_pack_run_import_round_trip(dry, tmp_path):
         assert (
             got.provenance["git"]["commit"] == m["commit"] and got.provenance["device"] == manifest["machine"]["device"]
         )
-    assert store.check(root, log=_quiet) == 0
+    assert store_admin.check(root, log=_quiet) == 0
     assert import_archive(archive, root=root, log=_quiet) == []  # the same bytes: nothing to do
 
 
@@ -149,7 +149,7 @@ def test_a_run_stopped_by_its_budget_leaves_only_complete_records(tmp_path, monk
     left = {p.name for p in (results / "masking").iterdir()}
     assert left == {"first.cpu.json", next(n for n in left if n.startswith("first.cpu.") and n.endswith(".npz"))}
     assert store.load("masking", "first", "cpu", root=results)["x"] == 1.5
-    assert store.check(results, log=_quiet) == 0
+    assert store_admin.check(results, log=_quiet) == 0
     assert manifest["records"] == ["masking/first.cpu.json"]
     assert sorted(zipfile.ZipFile(archive).namelist()) == sorted(["manifest.json", *manifest["files"]])
 
@@ -379,7 +379,7 @@ def test_import_refuses_to_overwrite_other_values_unless_asked(dry, tmp_path):
     assert store.load("masking", "identity_1d", "gpu", root=root)["x"] == 1
     import_archive(dry[1], root=root, replace=True, log=_quiet)
     assert store.load("masking", "identity_1d", "gpu", root=root).provenance["config"] != {"other": 1}
-    assert store.check(root, log=_quiet) == 0  # the replaced record's side files went with it
+    assert store_admin.check(root, log=_quiet) == 0  # the replaced record's side files went with it
 
 
 def test_store_cli_import_errors_in_one_line(tmp_path):

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from maelab import book, store
+from maelab import book, store, store_admin
 from maelab._util import atomic_path
 from maelab.book import builder
 from maelab.claims import Evidence
@@ -30,7 +30,7 @@ ROOT = store.repo_root()
 PREAMBLE = textwrap.dedent("""
     import os, pathlib, signal, sys, time
     import numpy as np, pandas as pd
-    from maelab import store
+    from maelab import store, store_admin
     FLAGS = pathlib.Path(os.environ["FLAGS"])
     def fault(point):
         if point == os.environ.get("KILL_AT"):
@@ -142,7 +142,7 @@ def test_writer_killed_mid_write_leaves_a_whole_record(tmp_path, point, expect):
     store.load_or_compute(
         "res", {"v": 2}, lambda: _values("next", 2), notebook="nb", profile="cpu", root=results, log=None
     )
-    assert store.check(results, log=lambda s: None) == 0
+    assert store_admin.check(results, log=lambda s: None) == 0
     assert not [q for q in results.rglob("*") if q.name.startswith(".maelab-tmp")]
 
 
@@ -208,7 +208,7 @@ def test_second_writer_waits_for_the_lock_and_reuses_the_fresh_result(tmp_path):
     assert "B got A True" in _output(b) and not (tmp_path / "flags" / "b_called").exists()
     r = store.load("nb", "res", "cpu", root=results)
     assert r["tag"] == "A" and r["arr"].tolist() == [1.0] * 3
-    assert store.check(results, log=lambda s: None) == 0
+    assert store_admin.check(results, log=lambda s: None) == 0
 
 
 def test_racing_recomputes_never_mix_and_a_reader_sees_old_or_new(tmp_path):
@@ -232,7 +232,7 @@ def test_racing_recomputes_never_mix_and_a_reader_sees_old_or_new(tmp_path):
     assert a.wait(timeout=120) == 0 and b.wait(timeout=120) == 0, _output(a) + _output(b)
     end = store.load("nb", "res", "cpu", root=results)
     assert end["tag"] == "BB" and end["arr"].tolist() == [2.0] * 4
-    assert store.check(results, log=lambda s: None) == 0
+    assert store_admin.check(results, log=lambda s: None) == 0
 
 
 # ----------------------------------------------------------------------------------------------- tampering
@@ -857,14 +857,14 @@ def test_load_check_and_migrate_refuse_the_same_records(tmp_path, case, capsys):
     target = store.record_path(root, notebook, name, profile)
     assert msg.startswith(f"{target}: ")
     logs: list[str] = []
-    assert store.check(root, log=logs.append) >= 1
+    assert store_admin.check(root, log=logs.append) >= 1
     assert any(str(target) in line or line.startswith(f"[check] stray: {root / notebook} ") for line in logs), logs
     before = _files(tmp_path)
     logs.clear()
-    counts = store.migrate(root, log=logs.append)
+    counts = store_admin.migrate(root, log=logs.append)
     assert counts["failed"] >= 1 and counts["upgraded"] == 0 and _files(tmp_path) == before
     assert any(line.startswith("[migrate] FAILED ") and why in line for line in logs), logs
-    assert store.main(["check", str(root)]) == 1 and store.main(["migrate", str(root)]) == 1
+    assert store_admin.main(["check", str(root)]) == 1 and store_admin.main(["migrate", str(root)]) == 1
     assert _files(tmp_path) == before
     capsys.readouterr()
 
@@ -883,8 +883,8 @@ def test_a_fifo_in_place_of_a_side_file_is_refused_not_waited_on(tmp_path):
             store.load("nb", "res", "cpu", root=root)
         except store.RecordError as e:
             print("refused:", e, flush=True)
-        print("check problems:", store.check(root, log=lambda s: None), flush=True)
-        print("migrate failed:", store.migrate(root, log=lambda s: None)["failed"], flush=True)
+        print("check problems:", store_admin.check(root, log=lambda s: None), flush=True)
+        print("migrate failed:", store_admin.migrate(root, log=lambda s: None)["failed"], flush=True)
     """,
         tmp_path,
         RESULTS=str(root),
@@ -922,7 +922,7 @@ def test_check_lists_everything_under_the_root_that_is_not_a_trusted_record(tmp_
     root = tmp_path / "results"
     _two_in_one_folder(root)
     store.load_or_compute("res", {"v": 3}, lambda: _values("w3", 3), notebook="nb2", profile="cpu", root=root, log=None)
-    assert store.check(root, log=lambda s: None) == 0
+    assert store_admin.check(root, log=lambda s: None) == 0
     npz = _side(root, "res", ".npz")
     strays = [
         root / "x.json",
@@ -942,11 +942,11 @@ def test_check_lists_everything_under_the_root_that_is_not_a_trusted_record(tmp_
     shutil.copy(npz, root / "nb2" / npz.name)
     (root / "nb" / ".maelab-tmp-store.res.cpu.killed").mkdir()
     logs: list[str] = []
-    n = store.check(root, log=logs.append)
+    n = store_admin.check(root, log=logs.append)
     listed = sorted(line.split()[2] for line in logs if line.startswith("[check] stray: "))
     assert listed == sorted(map(str, strays)) and n == len(strays), logs
     # a notebook folder given as the root is not a results root
-    assert store.check(root / "nb2", log=lambda s: None) > 0
+    assert store_admin.check(root / "nb2", log=lambda s: None) > 0
 
 
 def _schema1_record(root: Path, name: str) -> Path:
@@ -1017,11 +1017,11 @@ def test_migrate_is_as_strict_as_loading(tmp_path, case):
     bad = bad or [_schema1_record(tmp_path, "spectra_2d")]
     before = {p: p.read_bytes() for p in bad}
     logs: list[str] = []
-    counts = store.migrate(tmp_path, log=logs.append)
+    counts = store_admin.migrate(tmp_path, log=logs.append)
     assert counts["failed"] == 1 and counts["upgraded"] == n_old - (case == "moved to another notebook") - (
         case.startswith("npz") or case.startswith("malformed")
     ), (counts, logs)
     (failed,) = [line for line in logs if line.startswith("[migrate] FAILED ")]
     assert _one_line(failed, str(bad[0]), why)
     assert {p: p.read_bytes() for p in bad} == before
-    assert store.main(["migrate", str(tmp_path)]) == 1
+    assert store_admin.main(["migrate", str(tmp_path)]) == 1

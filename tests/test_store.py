@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from maelab import store
+from maelab import store, store_admin
 from maelab._validate import ParameterError
 
 
@@ -309,7 +309,7 @@ def test_migrate_upgrades_committed_records_without_touching_values(tmp_path):
         if p.suffix != ".json" and not p.name.startswith(".")
     }
     assert old and all("sha256" not in r for r in old.values())  # the pre-migration format (schema 1)
-    counts = store.migrate(tmp_path, log=lambda s: None)
+    counts = store_admin.migrate(tmp_path, log=lambda s: None)
     assert counts == {"upgraded": len(old), "current": 0, "failed": 0}
     for name, rec in old.items():
         new = json.loads((tmp_path / "masking" / name).read_text())
@@ -322,7 +322,7 @@ def test_migrate_upgrades_committed_records_without_touching_values(tmp_path):
         if p.suffix != ".json" and not p.name.startswith(".")
     } == sides
     before = {p.name: p.read_bytes() for p in (tmp_path / "masking").glob("*.json")}
-    assert store.migrate(tmp_path, log=lambda s: None) == {"upgraded": 0, "current": len(old), "failed": 0}
+    assert store_admin.migrate(tmp_path, log=lambda s: None) == {"upgraded": 0, "current": len(old), "failed": 0}
     assert {p.name: p.read_bytes() for p in (tmp_path / "masking").glob("*.json")} == before  # idempotent
 
 
@@ -332,10 +332,10 @@ def test_migrate_refuses_an_old_record_whose_side_file_changed(tmp_path):
     npz.write_bytes(npz.read_bytes()[:-10] + b"0123456789")
     before = (tmp_path / "masking" / "spectra_2d.cpu.json").read_bytes()
     msgs = []
-    counts = store.migrate(tmp_path, log=msgs.append)
+    counts = store_admin.migrate(tmp_path, log=msgs.append)
     assert counts["failed"] == 1 and any("spectra_2d.cpu.npz was changed" in m for m in msgs)
     assert (tmp_path / "masking" / "spectra_2d.cpu.json").read_bytes() == before
-    assert store.main(["migrate", str(tmp_path)]) == 1
+    assert store_admin.main(["migrate", str(tmp_path)]) == 1
 
 
 # ----------------------------------------------------------------------------------------------- claims records

@@ -361,3 +361,45 @@ def verify(json_path: Path, where: tuple[str, str, str] | None = None, *, migrat
         except _Moved:
             continue
     raise Untrusted(f"{json_path}: replaced by writers faster than it could be read")
+
+
+# ----------------------------------------------------------------------------------------------- values
+def split_values(data: dict) -> tuple[dict, dict, dict]:
+    """Split a computation's output into JSON values (:func:`encode_value`), DataFrames and arrays (the store's
+    record, CSV and npz parts)."""
+    import pandas as pd
+
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        torch = None
+    plain, frames, arrays = {}, {}, {}
+    for k, v in data.items():
+        if not isinstance(k, str) or not k.replace("_", "a").isalnum():
+            raise ParameterError("fn result key", "an identifier-like string (letters, digits, _)", k)
+        if isinstance(v, pd.DataFrame):
+            frames[k] = v
+        elif isinstance(v, np.ndarray):
+            arrays[k] = v
+        elif torch is not None and isinstance(v, torch.Tensor):
+            arrays[k] = v.detach().cpu().numpy()
+        else:
+            plain[k] = encode_value(k, v)
+    return plain, frames, arrays
+
+
+def encode_value(key: str, v: Any) -> Any:
+    """A JSON value for ``v``: non-finite floats become ``{"__float__": "nan" | "inf" | "-inf"}``."""
+    if isinstance(v, dict):
+        if FLOAT_KEY in v:
+            raise ParameterError(f"fn result[{key!r}]", f"free of the reserved dict key {FLOAT_KEY!r}", v)
+        return {str(a): encode_value(key, b) for a, b in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [encode_value(key, b) for b in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return {FLOAT_KEY: "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")}
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    raise ParameterError(f"fn result[{key!r}]", "JSON-able, a pandas DataFrame or an array", type(v).__name__)

@@ -38,14 +38,9 @@ Guarantees (tested in ``tests/test_store.py`` and ``tests/test_faults.py``):
   :class:`maelab.options.RunOptions`, which the book's context passes; no environment variable): a dry run stores
   only under its scratch folder and ``no_compute="record"`` stores nothing (:func:`check_mode_allows_writing`,
   one-line :class:`StoreError` before computing).
-* **Formats.** Records written before the value checksum (schema 1) are not trusted by the loader (a record
-  stripped down to schema 1 would otherwise skip the check): loading one raises :class:`OldSchemaError` naming
-  ``python -m maelab.store migrate ROOT``, which verifies them as the loader does (all but the checksum they lack;
-  one bearing marks of the current format is refused) and adds the checksum (in place, under the record's lock,
-  values untouched, idempotent). ``python -m maelab.store check ROOT`` verifies every record as the loader does and
-  lists everything else under ``ROOT`` (stray files and folders, links, temp files).
-  ``python -m maelab.store import ARCHIVE`` installs the records a lent GPU machine computed (checked first:
-  ``maelab.device.archive``).
+* **Formats and maintenance.** Records written before the value checksum (schema 1) are not trusted by the loader:
+  loading one raises :class:`OldSchemaError` naming ``python -m maelab.store migrate ROOT``; that command,
+  ``check`` and ``import`` are :mod:`maelab.store_admin`'s.
 
 Root (:func:`results_root`): the ``root`` argument; else the run options' ``results_root`` (``python -m maelab.book
 run --results-dir``; a dry run: its scratch folder's ``results``); else ``<repo>/data/results`` -- except for the
@@ -55,18 +50,14 @@ run --results-dir``; a dry run: its scratch folder's ``results``); else ``<repo>
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import fcntl
 import hashlib
 import io
 import json
-import math
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -78,13 +69,13 @@ from typing import Any
 import numpy as np
 
 from . import _records
-from ._records import FLOAT_KEY as _FLOAT_KEY
 from ._records import SCHEMA
 from ._records import canonical as _canonical
 from ._records import sha256_file as _sha256_file  # noqa: F401 - used as store._sha256_file by the tests
-from ._util import TMP_PREFIX, _owner, atomic_path
+from ._util import TMP_PREFIX, _owner
 from ._validate import ParameterError, one_of
 from .options import RunOptions
+from .provenance import device_description, git_state, package_versions
 
 PROFILE_ORDER = _records.PROFILES  # best first: the book shows the best profile that has results
 LOCK_PREFIX = ".maelab-lock"  # per-result lock files (gitignored)
@@ -136,68 +127,6 @@ def record_checksum(record: dict) -> str:
     return _records.record_checksum(record)
 
 
-# ----------------------------------------------------------------------------------------------- provenance
-def git_state(root: Path | None = None, options: RunOptions | None = None) -> dict:
-    """``{"commit", "dirty"}`` of the tree at ``root`` (stored results themselves do not make it dirty); where git
-    cannot answer (the lent GPU machine's copy has no ``.git``) the run options' ``git`` (what
-    ``maelab.device`` packed), else commit "unknown"."""
-    root = root or repo_root()
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        # stored results themselves do not make the code dirty
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)data/results"],
-                cwd=root,
-                capture_output=True,
-                text=True,
-                timeout=10,
-            ).stdout.strip()
-        )
-    except (OSError, subprocess.SubprocessError):
-        commit, dirty = "", False
-    if not commit and options is not None and options.git is not None:
-        return {"commit": options.git[0], "dirty": options.git[1]}
-    return {"commit": commit or "unknown", "dirty": dirty}
-
-
-def package_versions() -> dict:
-    from importlib import metadata
-
-    names = [
-        "maelab",
-        "torch",
-        "torchvision",
-        "timm",
-        "numpy",
-        "scipy",
-        "scikit-learn",
-        "scikit-image",
-        "piq",
-        "pandas",
-    ]
-    out = {"python": platform.python_version()}
-    for n in names:
-        try:
-            out[n] = metadata.version(n)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
-
-
-def device_description(device: Any = None) -> str:
-    if device is None:
-        return f"cpu ({platform.machine()}, {os.cpu_count()} cores)"
-    try:
-        from ._util import device_name
-
-        return device_name(device)
-    except Exception:  # noqa: BLE001 - provenance must not break a run
-        return str(device)
-
-
 # ----------------------------------------------------------------------------------------------- result
 @dataclasses.dataclass
 class Result:
@@ -229,47 +158,6 @@ class Result:
 def record_path(root: str | os.PathLike, notebook: str, name: str, profile: str) -> Path:
     """Where the JSON of record (notebook, name, profile) lives under ``root``."""
     return Path(root) / notebook / f"{name}.{profile}.json"
-
-
-# ----------------------------------------------------------------------------------------------- values
-def _split(data: dict) -> tuple[dict, dict, dict]:
-    """Split fn's output into JSON values (encoded), DataFrames and arrays."""
-    import pandas as pd
-
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        torch = None
-    plain, frames, arrays = {}, {}, {}
-    for k, v in data.items():
-        if not isinstance(k, str) or not k.replace("_", "a").isalnum():
-            raise ParameterError("fn result key", "an identifier-like string (letters, digits, _)", k)
-        if isinstance(v, pd.DataFrame):
-            frames[k] = v
-        elif isinstance(v, np.ndarray):
-            arrays[k] = v
-        elif torch is not None and isinstance(v, torch.Tensor):
-            arrays[k] = v.detach().cpu().numpy()
-        else:
-            plain[k] = _encode(k, v)
-    return plain, frames, arrays
-
-
-def _encode(key: str, v: Any) -> Any:
-    """A JSON value for ``v``: non-finite floats become ``{"__float__": "nan" | "inf" | "-inf"}``."""
-    if isinstance(v, dict):
-        if _FLOAT_KEY in v:
-            raise ParameterError(f"fn result[{key!r}]", f"free of the reserved dict key {_FLOAT_KEY!r}", v)
-        return {str(a): _encode(key, b) for a, b in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_encode(key, b) for b in v]
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return {_FLOAT_KEY: "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")}
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    raise ParameterError(f"fn result[{key!r}]", "JSON-able, a pandas DataFrame or an array", type(v).__name__)
 
 
 # ----------------------------------------------------------------------------------------------- reading
@@ -482,7 +370,7 @@ def save(
     _check_names(name, notebook, profile)
     root = Path(root) if root is not None else results_root(profile, options)
     json_path = record_path(root, notebook, name, profile)
-    plain, frames, arrays = _split(data)
+    plain, frames, arrays = _records.split_values(data)
     prov = _provenance(notebook, name, profile, config, seeds, device, wall_time_s, options=options)
     check_mode_allows_writing(root, options)
     check_writable(json_path.parent)
@@ -682,7 +570,7 @@ def load_or_compute(
         wall = time.perf_counter() - t0
         if not isinstance(out, dict):
             raise ParameterError("fn", "a callable returning a dict", type(out).__name__)
-        plain, frames, arrays = _split(out)
+        plain, frames, arrays = _records.split_values(out)
         prov = _provenance(notebook, name, profile, config, seeds, device, wall, used_datasets, options)
         got = _publish(json_path, plain, frames, arrays, prov)
     say(f"[store] {json_path.name}: computed in {wall:.1f} s and stored")
@@ -701,121 +589,7 @@ def stored_profiles(notebook: str, root: Path | None = None) -> list[str]:
     return [p for p in PROFILE_ORDER if p in found]
 
 
-# ----------------------------------------------------------------------------------------------- migrate / check
-def _record_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.glob("*/*.json") if not p.name.startswith("."))
+if __name__ == "__main__":  # python -m maelab.store: the admin commands (maelab.store_admin)
+    from maelab.store_admin import main
 
-
-def migrate_record(json_path: Path) -> str:
-    """Upgrade one schema-1 record in place (adds ``schema`` and ``sha256``; values and side files untouched).
-
-    The record is verified as :func:`load` verifies it, all but the checksum it lacks (its place, shape, side files;
-    one bearing marks of the current format is refused: see ``maelab._records``), then verified again and
-    rewritten under its lock, so a writer cannot replace it in between. Returns ``"current"`` (already schema 2
-    and valid) or ``"upgraded"``; :class:`RecordError` when it cannot be trusted (then nothing is written).
-    """
-    record, _ = _verified(json_path, migrating=True)
-    if "schema" in record:
-        return "current"
-    _, name, profile = _records.location(json_path)
-    check_mode_allows_writing(json_path.parent.parent)
-    with lock(json_path.parent, f"{name}.{profile}"):
-        record, _ = _verified(json_path, migrating=True)
-        if "schema" in record:
-            return "current"
-        record["provenance"]["migrated_from_schema"] = 1
-        record = {"schema": SCHEMA, **record}
-        record["sha256"] = record_checksum(record)
-        with atomic_path(json_path) as tmp:
-            tmp.write_text(json.dumps(record, indent=1, sort_keys=True, allow_nan=False) + "\n")
-    _read(json_path)
-    return "upgraded"
-
-
-def migrate(root: str | os.PathLike, log: Callable[[str], None] = print) -> dict[str, int]:
-    """Upgrade every record under ``root`` to the current format (idempotent); counts by outcome."""
-    counts = {"upgraded": 0, "current": 0, "failed": 0}
-    for p in _record_files(Path(root)):
-        try:
-            outcome = migrate_record(p)
-        except StoreError as e:  # an untrusted record (RecordError), or a folder it cannot lock or write
-            outcome = "failed"
-            log(f"[migrate] FAILED {e}")
-        else:
-            if outcome == "upgraded":
-                log(f"[migrate] upgraded {p}")
-        counts[outcome] += 1
-    log(f"[migrate] {root}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
-    return counts
-
-
-def check(root: str | os.PathLike, log: Callable[[str], None] = print) -> int:
-    """Verify every record under ``root`` as :func:`load` does and list everything else there; the problem count.
-
-    A results root holds notebook folders only; a notebook folder holds records, the side files its trusted
-    records name and lock files. Anything else is listed: untrusted records, temp files of interrupted writers,
-    side files no trusted record names (in this folder), other files, subfolders and symbolic links.
-    """
-    root, problems, n = Path(root), [], 0
-    for folder in sorted(root.iterdir()):
-        if folder.is_symlink() or not folder.is_dir():
-            problems.append(f"stray: {folder} (a results root holds notebook folders only)")
-            continue
-        entries, named = sorted(folder.iterdir()), set()
-        for p in entries:
-            if p.suffix == ".json" and not p.name.startswith("."):
-                n += 1
-                try:
-                    named |= set(_records.side_files(_verified(p)[0]))
-                except RecordError as e:
-                    problems.append(str(e))
-        for p in entries:
-            if (p.suffix == ".json" and not p.name.startswith(".")) or (p.name in named and not p.is_symlink()):
-                continue
-            if p.name.startswith(LOCK_PREFIX + ".") and p.is_file() and not p.is_symlink():
-                continue
-            temp = p.name.startswith(TMP_PREFIX)
-            problems.append(
-                f"stray: {p} ({'a temp file of an interrupted writer' if temp else 'no trusted record names it'})"
-            )
-    for line in problems:
-        log(f"[check] {line}")
-    log(f"[check] {root}: {n} records, {len(problems)} problems")
-    return len(problems)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m maelab.store", description="maintain a maelab results folder")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    for cmd, text in (
-        ("migrate", "upgrade old records in place (adds checksums; values untouched)"),
-        ("check", "verify every record and list stray files"),
-    ):
-        p = sub.add_parser(cmd, help=text)
-        p.add_argument("root", nargs="?", type=Path, default=None, help="results root (default data/results)")
-    imp = sub.add_parser("import", help="install the records of a GPU installment's archive (maelab.device)")
-    imp.add_argument("archive", type=Path)
-    imp.add_argument("--results-dir", type=Path, default=None, help="results root (default data/results)")
-    imp.add_argument("--replace", action="store_true", help="overwrite records stored with other values")
-    imp.add_argument("--allow-dirty", action="store_true", help="accept an archive packed from a dirty tree")
-    a = ap.parse_args(argv)
-    if a.cmd == "import":
-        from .device import DeviceError, import_archive
-
-        try:
-            import_archive(a.archive, root=a.results_dir, replace=a.replace, allow_dirty=a.allow_dirty)
-        except (DeviceError, StoreError, ParameterError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        return 0
-    root = a.root if a.root is not None else results_root()
-    if not root.is_dir():
-        print(f"error: results root {root} is not a folder", file=sys.stderr)
-        return 1
-    if a.cmd == "migrate":
-        return 1 if migrate(root)["failed"] else 0
-    return 1 if check(root) else 0
-
-
-if __name__ == "__main__":
     sys.exit(main())
