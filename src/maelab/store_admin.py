@@ -48,7 +48,8 @@ def migrate_record(json_path: Path) -> str:
     The record is verified as :func:`maelab.store.load` verifies it, all but the checksum it lacks (its place,
     shape, side files; one bearing marks of the current format is refused: see ``maelab._records``), then verified
     again and rewritten under its lock, so a writer cannot replace it in between. Returns ``"current"`` (already
-    schema 2 and valid) or ``"upgraded"``; :class:`RecordError` when it cannot be trusted (then nothing is written).
+    schema 2 and valid) or ``"upgraded"``; :class:`~maelab.store.RecordError` when it cannot be trusted (then
+    nothing is written).
     """
     record, _ = _verified(json_path, migrating=True)
     if "schema" in record:
@@ -86,7 +87,8 @@ def migrate(root: str | os.PathLike, log: Callable[[str], None] = print) -> dict
 
 
 def check(root: str | os.PathLike, log: Callable[[str], None] = print) -> int:
-    """Verify every record under ``root`` as :func:`load` does and list everything else there; the problem count.
+    """Verify every record under ``root`` as :func:`maelab.store.load` does and list everything else there; returns
+    the number of problems.
 
     A results root holds notebook folders only; a notebook folder holds records, the side files its trusted
     records name and lock files. Anything else is listed: untrusted records, temp files of interrupted writers,
