@@ -272,6 +272,7 @@ def test_integration_with_maelab_models_if_available():
     res = E.linear_probe(feats, labels, C=1.0)
     assert 0.0 <= res.train_acc <= 1.0
 
+    from maelab import attention as A
     from maelab import metrics as M
 
     model.eval()
@@ -280,7 +281,7 @@ def test_integration_with_maelab_models_if_available():
             imgs, mask_ratio=0.75, generator=torch.Generator().manual_seed(1), return_attn=True, return_tokens=True
         )
     gh = gw = model.img_size // model.patch_size
-    cls_map = M.cls_attention(enc["attn"][-1], (gh, gw), ids_restore=enc["ids_restore"])
+    cls_map = A.cls_attention(enc["attn"][-1], (gh, gw), ids_restore=enc["ids_restore"])
     assert cls_map.shape == (6, enc["attn"][-1].shape[1], gh, gw)
     masked = enc["mask"].bool().view(6, 1, gh, gw).expand_as(cls_map)
     assert torch.isnan(cls_map[masked]).all() and not torch.isnan(cls_map[~masked]).any()

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from maelab import attention as A
 from maelab import metrics as M
 from maelab._validate import ParameterError
 from maelab.masking import block_masking, patchify, random_masking
@@ -399,7 +400,7 @@ def test_cls_attention_places_visible_tokens_on_the_grid():
     _, mask, ids_restore = random_masking(torch.zeros(2, 12, 1), 0.5, generator=g)
     ids_keep = torch.argsort(ids_restore, dim=1)[:, :6]  # grid positions of the encoder's visible tokens
     attn = _coded_attention(ids_keep, heads=2)
-    out = M.cls_attention(attn, grid, ids_restore=ids_restore)
+    out = A.cls_attention(attn, grid, ids_restore=ids_restore)
     assert out.shape == (2, 2, 3, 4)
     for b in range(2):
         for h in range(2):
@@ -409,7 +410,7 @@ def test_cls_attention_places_visible_tokens_on_the_grid():
                     assert torch.isnan(v)
                 else:
                     assert v == p + 1000 * h
-    zero = M.cls_attention(attn, grid, ids_restore=ids_restore, fill=0.0)
+    zero = A.cls_attention(attn, grid, ids_restore=ids_restore, fill=0.0)
     assert (zero[mask.view(2, 1, 3, 4).expand(2, 2, 3, 4) == 1] == 0).all()
 
 
@@ -418,15 +419,15 @@ def test_cls_attention_with_block_mask_and_without_mask():
     _, mask, ids_restore = block_masking(torch.zeros(1, 16, 1), 0.5, grid=(4, 4), unit=2, generator=g)
     ids_keep = torch.argsort(ids_restore, dim=1)[:, :8]
     attn = _coded_attention(ids_keep, heads=1)
-    by_mask = M.cls_attention(attn, (4, 4), mask=mask)  # block masking keeps visible tokens in raster order
-    by_ids = M.cls_attention(attn, (4, 4), ids_restore=ids_restore)
+    by_mask = A.cls_attention(attn, (4, 4), mask=mask)  # block masking keeps visible tokens in raster order
+    by_ids = A.cls_attention(attn, (4, 4), ids_restore=ids_restore)
     torch.testing.assert_close(by_mask, by_ids, equal_nan=True)
     full = _coded_attention(torch.arange(16)[None], heads=1)
-    torch.testing.assert_close(M.cls_attention(full, (4, 4)), torch.arange(16.0, dtype=torch.float64).view(1, 1, 4, 4))
+    torch.testing.assert_close(A.cls_attention(full, (4, 4)), torch.arange(16.0, dtype=torch.float64).view(1, 1, 4, 4))
     with pytest.raises(ParameterError, match="grid"):
-        M.cls_attention(attn, (4, 4))
+        A.cls_attention(attn, (4, 4))
     with pytest.raises(ParameterError, match="attn_layer"):
-        M.cls_attention(attn[0], (4, 4))
+        A.cls_attention(attn[0], (4, 4))
 
 
 def test_token_attention_query_lookup_and_masked_query():
@@ -436,7 +437,7 @@ def test_token_attention_query_lookup_and_masked_query():
     ids_shuffle = torch.cat([ids_keep, torch.tensor([[1, 3, 5], [0, 2, 4]])], dim=1)
     ids_restore = torch.argsort(ids_shuffle, dim=1)
     attn = _coded_attention(ids_keep, heads=2, query_code=True)
-    out = M.token_attention(attn, (0, 2), grid, ids_restore=ids_restore)  # patch 2: visible in 0, masked in 1
+    out = A.token_attention(attn, (0, 2), grid, ids_restore=ids_restore)  # patch 2: visible in 0, masked in 1
     assert out.shape == (2, 2, 2, 3)
     assert torch.isnan(out[1]).all()
     for h in range(2):
@@ -446,9 +447,9 @@ def test_token_attention_query_lookup_and_masked_query():
                 assert v == p + 1000 * h + 100000 * 3
             else:
                 assert torch.isnan(v)
-    torch.testing.assert_close(M.token_attention(attn, 2, grid, ids_restore=ids_restore), out, equal_nan=True)
+    torch.testing.assert_close(A.token_attention(attn, 2, grid, ids_restore=ids_restore), out, equal_nan=True)
     with pytest.raises(ParameterError, match="token_index"):
-        M.token_attention(attn, 6, grid, ids_restore=ids_restore)
+        A.token_attention(attn, 6, grid, ids_restore=ids_restore)
 
 
 # ------------------------------------------------------------------------------------------------ layer change

@@ -12,7 +12,7 @@
 * :func:`shape_bias`: Geirhos et al. (2019): among cue-conflict predictions that equal the shape class or the
   texture class, the fraction equal to the shape class.
 * :func:`cls_attention_maps` / :func:`silhouette_mass`: the last layer's [CLS] attention averaged over heads,
-  placed on the token grid (:func:`maelab.metrics.cls_attention`), and the fraction of it that falls on the
+  placed on the token grid (:func:`maelab.attention.cls_attention`), and the fraction of it that falls on the
   object: sum_p a_p f_p / sum_p a_p with f_p the object coverage of token p (the silhouette averaged over the
   patch). Uniform attention scores the mean coverage (returned as ``chance``).
 * :func:`token_silhouette_probe`: the Table-3 analogue: a logistic regression on single patch tokens predicting
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import evaluate, metrics
+from ... import attention, evaluate
 from ..._validate import ParameterError, in_range, one_of, positive_int
 from ...data import shapes as _shapes
 from ...options import DryRunLimits, cap
@@ -199,7 +199,7 @@ def cls_attention_maps(model, images: torch.Tensor, layer: int = -1, batch_size:
     try:
         for s in range(0, images.shape[0], batch_size):
             enc = model.encode(images[s : s + batch_size].to(dev), mask_ratio=0.0, return_attn=True)
-            a = metrics.cls_attention(enc["attn"][layer], model.grid_size, ids_restore=enc["ids_restore"])
+            a = attention.cls_attention(enc["attn"][layer], model.grid_size, ids_restore=enc["ids_restore"])
             maps.append(a.mean(dim=1).cpu())
     finally:
         model.train(was)
