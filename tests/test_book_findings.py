@@ -415,3 +415,19 @@ def test_sensitivity_is_what_the_seeds_could_detect_in_the_rows_unit():
     assert scoreboard.sensitivity(Evidence(value=1.0)) == ""
     with pytest.raises(ParameterError, match="^unit"):
         scoreboard.sensitivity(Evidence.from_samples(samples), "percent")
+
+
+def test_a_claim_names_a_result_of_another_folder_by_its_folder(tmp_path):
+    from types import SimpleNamespace
+
+    from maelab import store
+    from maelab.book.context import Context
+
+    here = SimpleNamespace(notebook="kong_reconstruction")
+    zoo = store.save("r0p75_u1_s0", {"k": 1}, {"x": 1}, notebook="zoo", profile="cpu", root=tmp_path)
+    own = store.save("scores", {"k": 1}, {"x": 1}, notebook="kong_reconstruction", profile="cpu", root=tmp_path)
+    assert Context._source_name(here, zoo) == "zoo/r0p75_u1_s0"  # where store.load finds it
+    assert store.load("zoo", "r0p75_u1_s0", "cpu", root=tmp_path) is not None
+    assert Context._source_name(here, own) == "scores"
+    read = type(zoo)(**{**zoo.__dict__, "name": "zoo/r0p75_u1_s0"})  # ctx.read already names it so
+    assert Context._source_name(here, read) == "zoo/r0p75_u1_s0"

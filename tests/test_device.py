@@ -433,6 +433,12 @@ def test_progress_counts_stored_results_and_completeness(tmp_path):
     t = progress("gpu", root=tmp_path, plans=plans, device=cost.H100).set_index("notebook")
     assert t.loc["masking", "complete"] and t.loc["masking", "predicted min left"] == 0
     assert t.loc["masking", "results stored"] == 1  # the claims record is not a result
+    # a result of another folder that the claims record cites (the shared zoo's entries) counts for the page
+    zoo_rec = store.save("e", {"k": 2}, {"x": 2}, notebook="zoo", profile="gpu", root=tmp_path)
+    cited = {**claims, "z": {"sources": [{"name": "zoo/e", "config_hash": zoo_rec.provenance["config_hash"]}]}}
+    store.save("claims", {"k": 0}, {"claims": cited}, notebook="masking", profile="gpu", root=tmp_path)
+    t = progress("gpu", root=tmp_path, plans=plans, device=cost.H100).set_index("notebook")
+    assert t.loc["masking", "results stored"] == 2 and t.loc["masking", "complete"]
     claims["c"]["sources"][0]["config_hash"] = "0" * 16
     store.save("claims", {"k": 0}, {"claims": claims}, notebook="masking", profile="gpu", root=tmp_path)
     assert (

@@ -156,6 +156,15 @@ class Context:
         self.results.append(res)
         return res
 
+    def _source_name(self, result: store.Result) -> str:
+        """How a claim names a result it rests on: ``name`` in this page's folder, ``<notebook>/<name>`` for a
+        result of another folder (read with :meth:`read`, or the shared zoo's entries), so that the name finds the
+        record (the scoreboard's provenance, ``maelab.device.progress``)."""
+        folder = result.provenance.get("notebook")
+        if "/" in result.name or not folder or folder == self.notebook:
+            return result.name
+        return f"{folder}/{result.name}"
+
     def claim(self, claim_id: str, evidence: claims_mod.Evidence, *sources: store.Result) -> tuple[str, str]:
         """Record evidence for a registered claim; returns (verdict, reason) computed by its criterion."""
         if claim_id not in claims_mod.REGISTRY:
@@ -173,7 +182,7 @@ class Context:
             "reason": why,
             "sources": [
                 {
-                    "name": s.name,
+                    "name": self._source_name(s),
                     "config_hash": s.provenance["config_hash"],
                     "commit": s.provenance["git"]["commit"],
                     "device": s.provenance["device"],
@@ -184,7 +193,7 @@ class Context:
         # what the record is keyed by: the results the evidence was computed from, and how it is judged
         self._claim_keys[claim_id] = {
             "criterion": c.criterion.text,
-            "sources": [[s.name, s.provenance["config_hash"]] for s in sources],
+            "sources": [[self._source_name(s), s.provenance["config_hash"]] for s in sources],
         }
         return v, why
 

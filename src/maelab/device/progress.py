@@ -27,6 +27,32 @@ def _records(root: Path, notebook: str, profile: str) -> tuple[list, int]:
     return good, bad
 
 
+def _cited_elsewhere(root: Path, notebook: str, profile: str) -> list:
+    """The stored results of other folders that the notebook's ``profile`` claims record cites (e.g. the shared
+    zoo's entries, ``zoo/...``, which the cost model plans under the pages that read them); those that verify."""
+    from .. import store
+
+    try:
+        claims = store.load(notebook, "claims", profile, root=root)
+    except store.RecordError:
+        return []
+    names = set()
+    for rec in (claims["claims"] if claims is not None else {}).values():
+        for src in rec.get("sources", []):
+            nb, _, name = str(src.get("name", "")).rpartition("/")
+            if nb and nb != notebook:
+                names.add((nb, name))
+    out = []
+    for nb, name in sorted(names):
+        try:
+            got = store.load(nb, name, profile, root=root)
+        except store.RecordError:
+            continue
+        if got is not None:
+            out.append(got)
+    return out
+
+
 def complete(notebook: str, profile: str, root: Path) -> bool:
     """Whether the notebook's ``profile`` result set is complete: its claims record is stored (a run of the notebook
     reached its end, here or on a lent machine) and every result that record cites is stored under the config hash
@@ -62,7 +88,8 @@ def progress(
     took on a device of the profile's kind (a gpu record computed on a CPU does not count), whether the result set
     is complete (:func:`complete`), the minutes left (0 when complete, else the prediction less the minutes spent,
     at least 0: an estimate, as good as the plan), and the devices and torch versions that computed the records.
-    ``root``: the results root (default the committed ``data/results``)."""
+    ``root``: the results root (default the committed ``data/results``). A page's stored results are those of its
+    folder and those of other folders its claims record cites (the shared zoo's entries of a zoo-reading page)."""
     import pandas as pd
 
     from .. import cost, store
@@ -79,6 +106,7 @@ def progress(
             continue
         predicted = sum(cost.predict(r, device)["seconds"] for r in runs) / 60
         recs, bad = _records(root, nb, profile)
+        recs += _cited_elsewhere(root, nb, profile)  # e.g. the zoo entries a zoo-reading page planned and cites
         on_kind = [r for r in recs if str(r.provenance.get("device", "")).startswith("cpu") == (profile == "cpu")]
         spent = sum(float(r.provenance.get("wall_time_s") or 0.0) for r in on_kind) / 60
         done = complete(nb, profile, root)
