@@ -11,7 +11,7 @@ with a :class:`Paper` record in its ``__init__.py``), and handed down: an entry 
 
 The entry points are the book's command line (``python -m maelab.book``: its ``__main__`` module), every notebook
 kernel the book's runner starts (its first code cell after the parameters, the registry's ``bootstrap``, injected
-by the runner, tagged ``injected-registry`` and hidden on the page, as papermill's ``injected-parameters`` cell is),
+by the runner, tagged ``injected-registry`` and hidden on the page, as papermill's cell of injected parameters is),
 the Sphinx build of the book (its extension ``book/_ext/maelab_html.py``: autodoc reads the registry), the tests
 (``tests/conftest.py``) and the scripts. With nothing installed the core fails in one line naming the call
 (:class:`RegistryError`). Passing the registry as an argument to every notebook call (``setup``, ``claim``, the

@@ -90,7 +90,8 @@ NOTEBOOK = "zoo"  # the store folder of the zoo's records (data/results/zoo)
 GREY = ("mnist", "fashion_mnist", "mnist10k")
 POOLS = ("cls", "mean")
 N_EXAMPLES = 8  # test images whose reconstructions every entry stores (the pages' example figures)
-RANDOM_INIT = "random init"  # the ``model`` of the random-init rows of :func:`load_entries`
+#: The ``model`` of the random-init rows of :func:`load_entries`.
+RANDOM_INIT = "random init"
 
 #: The margin of the zoo's learning check (:func:`reconstruction_checks`): a model has learned its pretext task when
 #: its masked-patch test loss is at most ``1 - LOSS_MARGIN`` times the better of two trivial references. 5 %:

@@ -29,7 +29,8 @@ from pathlib import Path
 
 __all__ = ["KEY", "inputs_key", "recorded_key"]
 
-KEY = "inputs_key"  # the entry of the executed notebook's ``metadata["maelab"]`` holding the key
+#: The entry of the executed notebook's ``metadata["maelab"]`` that holds the key.
+KEY = "inputs_key"
 
 
 def _tree(folder: Path, base: Path, h) -> None:

@@ -15,7 +15,7 @@ run's results outside its temp folder whatever the caller does.
 Each kernel gets the paper registry from the code the installed registry gives (the ``bootstrap`` of
 :class:`maelab.registry.PaperRegistry`), injected as a code cell right after the parameters (tagged
 ``injected-registry`` and ``remove-cell``: kept in the executed notebook, hidden on the page, as papermill's
-``injected-parameters`` cell is). papermill and nbformat are imported only when a notebook is executed.
+cell of injected parameters is). papermill and nbformat are imported only when a notebook is executed.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ LOG_TAIL_BYTES = 4 << 20  # the run's log beside the archive keeps at most this 
 def program(cells: list[dict], parameters_cell: int, params: dict, notebook: str, record_log: str | None = None) -> str:
     """The plain Python program of a notebook: the compute-only kernel (logging the records the notebook asks for
     to ``record_log``, JSON lines), then its code cells in order with ``params`` assigned right after the
-    ``parameters`` cell (papermill's injected-parameters cell: ``run_options``, as the book's runner passes them)
+    ``parameters`` cell (papermill's cell of injected parameters: ``run_options``, as the book's runner passes them)
     and, after them, the installed paper registry's ``bootstrap`` (what the book's runner injects into a kernel,
     :func:`maelab.book.runner.inject_registry`: the program's pages need every paper's settings and claim rows)."""
     lines = [

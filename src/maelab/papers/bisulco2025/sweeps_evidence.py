@@ -1,10 +1,10 @@
 """The evidence of the ``bisulco_sweeps`` claim rows (Figs. 14-19: depth, decoder, patch size and mask ratio, late
 gains, CKA), computed from the page's stored results, with the learning checks that gate them.
 
-The same conventions as :mod:`.evidence` (the other Bisulco pages): each function takes the page's stored runs
-(tables) and its settings (``BisulcoSweepsSettings``: the fields it reads are named in its docstring) and returns
-:class:`maelab.claims.Evidence` or the checks; tested in ``tests/papers/test_bisulco2025_evidence.py``, which also
-recomputes the committed claims record. A separate module only to keep each under the project's ~600 lines.
+The same conventions as :mod:`maelab.papers.bisulco2025.evidence` (the other Bisulco pages): each function takes the
+page's stored runs (tables) and its settings (``BisulcoSweepsSettings``: the fields it reads are named in its docstring)
+and returns :class:`maelab.claims.Evidence` or the checks; tested in ``tests/papers/test_bisulco2025_evidence.py``,
+which also recomputes the committed claims record. A separate module only to keep each under the project's ~600 lines.
 """
 
 from __future__ import annotations
