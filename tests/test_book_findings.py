@@ -413,6 +413,7 @@ def test_sensitivity_is_what_the_seeds_could_detect_in_the_rows_unit():
     assert scoreboard.sensitivity(Evidence.from_series([1, 2], [[0.1, 0.2], [0.2, 0.4]])) == ""
     assert scoreboard.sensitivity(Evidence.from_samples([0.3])) == ""
     assert scoreboard.sensitivity(Evidence(value=1.0)) == ""
+    assert scoreboard.sensitivity(Evidence.from_samples([0.1, float("nan"), 0.2])) == ""  # a smoke run's NaN
     with pytest.raises(ParameterError, match="^unit"):
         scoreboard.sensitivity(Evidence.from_samples(samples), "percent")
 

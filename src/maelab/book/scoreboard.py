@@ -9,6 +9,7 @@ figure drawn from it are :mod:`maelab.book.render`'s. The papers come from the i
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -65,9 +66,10 @@ def sensitivity(ev: claims_mod.Evidence, unit: str = "") -> str:
     their standard deviation, detect with 80 % power by a two-sided t-test at 0.05 before the multiplicity
     adjustment (:func:`maelab.claims.minimum_detectable_effect`), in ``unit``; "" for exact values and series (no
     samples, or fewer than two). A design quantity at the observed spread, not a post-hoc power of the observed
-    effect: it says how far from the criterion's reference a true effect must lie for these seeds to see it."""
+    effect: it says how far from the criterion's reference a true effect must lie for these seeds to see it. "" too
+    when a sample is not finite (a smoke run's NaN)."""
     one_of("unit", unit, claims_mod.UNITS)
-    if ev.y is not None or ev.std is None:
+    if ev.y is not None or ev.std is None or not math.isfinite(ev.std):  # NaN samples (a smoke run): no estimate
         return ""
     k, suffix = claims_mod.UNITS[unit]
     mde = claims_mod.minimum_detectable_effect(float(ev.std), int(ev.n))
