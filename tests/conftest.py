@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from maelab import book, papers, store
+from maelab import book, cost, papers, store
 
 # the top of the test process: gather the paper registry once and hand it to the core (maelab.registry), as
 # `python -m maelab.book` does; the notebook kernels the tests start get it from the runner's injected cell
@@ -53,3 +53,30 @@ def committed_book(tmp_path_factory):
     book.run(book.RunOptions(profile="auto", results_root=str(results), no_compute="on"), out_dir=tmp / "executed")
     assert {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")} == mtimes, "the run wrote into data/results"
     return tmp / "executed", results, before, _files(results)
+
+
+def synthetic_calibration():
+    """A synthetic CPU calibration (nothing measured): train and eval steps at 1 GFLOP/s, for the plan tests."""
+    pts = tuple(
+        {
+            "name": kind,
+            "kind": kind,
+            "batch_size": 8,
+            "flops": 1e9,
+            "seconds": 1.0,
+            "median_seconds": 1.0,
+            "cpu_seconds": 1.0,
+            "flops_per_s": 1e9,
+            "median_flops_per_s": 1e9,
+        }
+        for kind in ("train", "eval")
+    )
+    return cost.CpuCalibration(
+        key="test cpu",
+        points=pts,
+        matmul_flops_per_s=2e9,
+        matmul_median_flops_per_s=2e9,
+        threads=1,
+        loadavg=(0.0, 0.0),
+        date_utc="x",
+    )

@@ -10,6 +10,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import synthetic_calibration
 
 from maelab import book, cost, papers, registry
 from maelab._validate import ParameterError
@@ -197,32 +198,5 @@ def test_one_plan_command(tmp_path, capsys):
         cost.read_runs(typo)
     runs = cost.read_runs(good)
     assert runs == [cost.PlannedRun(label="tiny", size="micro", steps=10, repeats=2)]
-    table = cost.plan("smoke", plans={"file": runs}, calibration=_calibration(), memory=False)
+    table = cost.plan("smoke", plans={"file": runs}, calibration=synthetic_calibration(), memory=False)
     assert list(table["run"]) == ["tiny", "total"] and set(table["notebook"]) == {"file"}
-
-
-def _calibration():
-    """A synthetic CPU calibration (nothing measured): train and eval steps at 1 GFLOP/s."""
-    pts = tuple(
-        {
-            "name": kind,
-            "kind": kind,
-            "batch_size": 8,
-            "flops": 1e9,
-            "seconds": 1.0,
-            "median_seconds": 1.0,
-            "cpu_seconds": 1.0,
-            "flops_per_s": 1e9,
-            "median_flops_per_s": 1e9,
-        }
-        for kind in ("train", "eval")
-    )
-    return cost.CpuCalibration(
-        key="test cpu",
-        points=pts,
-        matmul_flops_per_s=2e9,
-        matmul_median_flops_per_s=2e9,
-        threads=1,
-        loadavg=(0.0, 0.0),
-        date_utc="x",
-    )

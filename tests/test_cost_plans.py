@@ -9,29 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import synthetic_calibration
 
-from maelab import book, cost, store
+from maelab import book, store
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _calibration() -> cost.CpuCalibration:
-    """A synthetic CPU calibration (nothing measured): the CPU columns are not compared."""
-    pts = tuple(
-        {
-            "name": kind,
-            "kind": kind,
-            "batch_size": 8,
-            "flops": 1e9,
-            "seconds": 1.0,
-            "median_seconds": 1.0,
-            "cpu_seconds": 1.0,
-            "flops_per_s": 1e9,
-            "median_flops_per_s": 1e9,
-        }
-        for kind in ("train", "eval")
-    )
-    return cost.CpuCalibration("test cpu", pts, 2e9, 2e9, 1, (0.0, 0.0), "x")
 
 
 @pytest.mark.parametrize("profile", book.PLAN_PROFILES)
@@ -39,7 +21,7 @@ def test_committed_plan_tables_are_today_s_cost_model(profile):
     rec = store.load(book.PLAN_NOTEBOOK, "notebooks", profile, root=ROOT / "data" / "results")
     assert rec is not None, f"no plan table for {profile}"
     committed = rec["table"].set_index("notebook")
-    today, _ = book.plan_table(profile, calibration=_calibration(), memory=False)
+    today, _ = book.plan_table(profile, calibration=synthetic_calibration(), memory=False)
     today = today.set_index("notebook")
     assert list(today.index) == list(committed.index)
     for col in ("runs", "TFLOP", "H100 min"):

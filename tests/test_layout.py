@@ -275,17 +275,6 @@ MAX_MAELAB_VARIABLES = 2  # issue 23: run options are arguments; variables only 
 MAELAB_NAME = re.compile(r"MAELAB_[A-Z0-9_]+")
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    """ids of the docstring constants of a module, its classes and functions."""
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                out.add(id(first.value))
-    return out
-
-
 def _maelab_names_in_code(path: Path) -> set[str]:
     """The ``MAELAB_*`` names in the string constants of ``path`` (docstrings left out: prose may name a variable)."""
     tree = ast.parse(path.read_text(), filename=str(path))
