@@ -1,6 +1,7 @@
 """maelab.claims: verdicts computed from evidence by each criterion."""
 
 import dataclasses
+import json
 import math
 
 import numpy as np
@@ -698,3 +699,61 @@ def test_monotone_exact_series_reads_a_rounding_difference_as_a_tie():
     y = (3.45, 70.0, 232.0, 395.0, 395.0, 232.0, 70.0, 3.45 - 4e-15)
     v, why = C.Monotone("decreasing").decide(C.Evidence(x=tuple(range(8)), y=y))
     assert v == C.NOT_SUPPORTED and "end to end" not in why and why.startswith("3 of 7 steps")
+
+
+def test_monotone_with_per_seed_series_tests_each_step_paired_as_scipy_ttest_rel():
+    from scipy import stats
+
+    # three seeds whose own levels differ a lot, each rising by ~0.05 per step: unpaired the steps drown in the
+    # seeds' spread, paired they are clear
+    rows = [[0.30, 0.35, 0.41], [0.50, 0.56, 0.60], [0.70, 0.74, 0.80]]
+    unpaired = C.Evidence.from_series((0.1, 0.5, 0.9), rows)
+    paired = C.Evidence.from_series((0.1, 0.5, 0.9), rows, paired=True)
+    assert paired.y == unpaired.y and paired.y_err == unpaired.y_err and unpaired.y_samples is None
+    assert C.Monotone("increasing").decide(unpaired)[0] == C.INCONCLUSIVE
+    v, why = C.Monotone("increasing").decide(paired)
+    assert v == C.SUPPORTED and "paired by seed" in why
+    a = np.array(rows)
+    steps = [stats.ttest_rel(a[:, j], a[:, i], alternative="greater").pvalue for i, j in ((0, 1), (1, 2))]
+    end = stats.ttest_rel(a[:, 2], a[:, 0], alternative="less").pvalue
+    p_sup, p_not = C.Monotone("increasing").p_values(paired)
+    assert p_sup == pytest.approx(max(steps), rel=1e-9)
+    lows = [stats.ttest_rel(a[:, j], a[:, i], alternative="less").pvalue for i, j in ((0, 1), (1, 2))] + [end]
+    assert p_not == pytest.approx(min(1.0, 3 * min(lows)), rel=1e-9)
+    # the same per-seed rises, one seed reversed in every step: paired, the wrong way is not significant either
+    mixed = C.Evidence.from_series(
+        (0.1, 0.5, 0.9), [[0.3, 0.35, 0.41], [0.5, 0.56, 0.6], [0.8, 0.74, 0.7]], paired=True
+    )
+    assert C.Monotone("increasing").decide(mixed)[0] == C.INCONCLUSIVE
+
+
+def test_evidence_keeps_per_seed_series_and_looks_through_its_record():
+    ev = C.Evidence.from_series((1, 2), [[0.1, 0.2], [0.3, 0.5]], paired=True, looks=2)
+    d = ev.to_dict()
+    assert d["y_samples"] == [[0.1, 0.2], [0.3, 0.5]] and d["looks"] == 2
+    assert C.Evidence.from_dict(json.loads(json.dumps(d))) == ev
+    plain = C.Evidence.from_samples([0.1, 0.2])
+    assert "looks" not in plain.to_dict() and "y_samples" not in plain.to_dict()  # old records stay byte-identical
+    with pytest.raises(C.ParameterError, match="looks"):
+        C.Evidence.from_samples([0.1, 0.2], looks=0)
+    with pytest.raises(C.ParameterError, match="y_samples"):
+        C.Evidence(x=(1, 2), y=(0.1, 0.2), y_samples=((0.1, 0.2, 0.3),))
+    with pytest.raises(C.ParameterError, match="paired"):
+        C.Evidence.from_series((1, 2), [[0.1, 0.2]], paired="yes")
+
+
+def test_adjust_tests_a_row_with_two_looks_at_half_the_level():
+    from scipy import stats
+
+    x = [0.030, 0.055, 0.042, 0.020, 0.065]
+    p = stats.ttest_1samp(x, 0).pvalue
+    assert p < C.ALPHA / 2
+    y = [0.03, 0.07, 0.0, 0.05, 0.03]  # p ~ 0.037: between 0.025 and 0.05
+    q = stats.ttest_1samp(y, 0).pvalue
+    assert C.ALPHA / 2 <= q < C.ALPHA
+    one = C.adjust({"a": (_row_of("a", "a", C.PairedGreater()), C.Evidence.from_samples(y))})["a"]
+    two = C.adjust({"a": (_row_of("a", "a", C.PairedGreater()), C.Evidence.from_samples(y, looks=2))})["a"]
+    assert one.verdict == C.SUPPORTED and two.raw_verdict == C.SUPPORTED
+    assert two.verdict == C.INCONCLUSIVE and "level 0.025 (2 looks" in two.reason and ">= 0.025" in two.reason
+    kept = C.adjust({"a": (_row_of("a", "a", C.PairedGreater()), C.Evidence.from_samples(x, looks=2))})["a"]
+    assert kept.verdict == C.SUPPORTED and kept.p_adj == pytest.approx(p, rel=1e-9)

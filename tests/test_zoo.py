@@ -127,3 +127,15 @@ def test_reconstruction_checks_against_the_better_reference():
         zoo.reconstruction_checks(_entries().drop(columns="patch_mean_loss"))
     with pytest.raises(ParameterError, match="^entries must be rows of at least one trained model"):
         zoo.reconstruction_checks(_entries().query("model == @zoo.RANDOM_INIT"))
+
+
+def test_looks_counts_the_second_analysis_once_seeds_go_beyond_the_first():
+    assert zoo.looks([0, 1, 2]) == 1 and zoo.looks((1,)) == 1
+    assert zoo.looks([0, 1, 2, 3, 4, 5]) == 2 and zoo.looks([3]) == 2
+    # the cpu zoo is read at its second look; smoke and gpu read seeds of the first analysis only
+    assert zoo.looks(zoo.ZooSettings.for_profile("cpu").seeds) == 2
+    assert zoo.looks(zoo.ZooSettings.for_profile("smoke").seeds) == 1
+    assert zoo.looks(zoo.ZooSettings.for_profile("gpu").seeds) == 1
+    for bad in ([], None, ["a"]):
+        with pytest.raises(ParameterError, match="^seeds"):
+            zoo.looks(bad)

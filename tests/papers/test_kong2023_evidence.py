@@ -142,18 +142,23 @@ def _scores(r09_loss=(0.9, 0.5)):
     return pd.DataFrame(rows)
 
 
-def test_fig5_trend_means_errors_and_seeds_per_point():
+def test_fig5_trend_keeps_each_seeds_series_for_paired_steps():
+    ev = kev.fig5_trend(_scores(), "ssim", "ratio", [0.1, 0.75], note="n", unmet="why", looks=2)
+    assert ev.x == (0.1, 0.75) and ev.y_n == (2, 2) and (ev.note, ev.unmet, ev.looks) == ("n", "why", 2)
     sc = _scores()
-    sc = sc[~((sc.seed == 1) & (sc.model == "r0.1 u1"))]  # one seed missing at 0.1
-    ev = kev.fig5_trend(sc, "ssim", "ratio", [0.1, 0.75], note="n", unmet="why")
-    assert ev.x == (0.1, 0.75) and ev.y_n == (1, 2) and (ev.note, ev.unmet) == ("n", "why")
-    np.testing.assert_allclose(ev.y, [0.3, 0.55], rtol=1e-12)
-    np.testing.assert_allclose(ev.y_err, [0.0, 0.05], rtol=1e-9)  # std of (0.5, 0.6) = 0.0707 / sqrt(2)
+    want = [[float(sc[(sc.seed == s) & (sc.model == m)].ssim.iloc[0]) for m in ("r0.1 u1", "r0.75 u1")] for s in (0, 1)]
+    np.testing.assert_allclose(ev.y_samples, want, rtol=1e-12)  # seed 0's series, then seed 1's
+    np.testing.assert_allclose(ev.y, np.mean(want, axis=0), rtol=1e-12)
     # along the unit: the ratio-0.75 models only (unit 1: 0.5, 0.6; unit 2: 0.70, 0.72)
     ev = kev.fig5_trend(_scores(), "ssim", "unit", [1, 2], unit_ratio=0.75)
-    assert ev.x == (1.0, 2.0) and ev.y_n == (2, 2)
+    assert ev.x == (1.0, 2.0) and ev.y_n == (2, 2) and ev.looks == 1
     np.testing.assert_allclose(ev.y, [0.55, 0.71], rtol=1e-12)
     np.testing.assert_allclose(ev.y_err, [0.05, 0.01], rtol=1e-9)
+    np.testing.assert_allclose(ev.y_samples, [[0.5, 0.70], [0.6, 0.72]], rtol=1e-12)
+    # a seed without a point cannot be paired: one line naming it
+    gap = sc[~((sc.seed == 1) & (sc.model == "r0.1 u1"))]
+    with pytest.raises(ParameterError, match=r"^scores .* got \[1\]"):
+        kev.fig5_trend(gap, "ssim", "ratio", [0.1, 0.75])
     with pytest.raises(ValueError, match="along"):
         kev.fig5_trend(_scores(), "ssim", "patch", [1])
     with pytest.raises(ParameterError, match="^xs"):

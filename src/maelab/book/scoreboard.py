@@ -63,8 +63,9 @@ def format_value(ev: claims_mod.Evidence, unit: str = "") -> str:
 
 def sensitivity(ev: claims_mod.Evidence, unit: str = "") -> str:
     """What a row decided from samples could have detected: the smallest true mean that its ``n`` samples, with
-    their standard deviation, detect with 80 % power by a two-sided t-test at 0.05 before the multiplicity
-    adjustment (:func:`maelab.claims.minimum_detectable_effect`), in ``unit``; "" for exact values and series (no
+    their standard deviation, detect with 80 % power by a two-sided t-test at 0.05 / looks (the row's level,
+    :data:`maelab.claims.POLICY`) before the Holm adjustment (:func:`maelab.claims.minimum_detectable_effect`), in
+    ``unit``; "" for exact values and series (no
     samples, or fewer than two). A design quantity at the observed spread, not a post-hoc power of the observed
     effect: it says how far from the criterion's reference a true effect must lie for these seeds to see it. "" too
     when a sample is not finite (a smoke run's NaN)."""
@@ -72,7 +73,7 @@ def sensitivity(ev: claims_mod.Evidence, unit: str = "") -> str:
     if ev.y is not None or ev.std is None or not math.isfinite(ev.std):  # NaN samples (a smoke run): no estimate
         return ""
     k, suffix = claims_mod.UNITS[unit]
-    mde = claims_mod.minimum_detectable_effect(float(ev.std), int(ev.n))
+    mde = claims_mod.minimum_detectable_effect(float(ev.std), int(ev.n), alpha=claims_mod.ALPHA / ev.looks)
     return f"{k * mde:.2g}{suffix} with n = {ev.n} (sd {k * ev.std:.2g}{suffix})"
 
 

@@ -235,9 +235,13 @@ class Monotone(Criterion):
 
     Each step y[i+1] - y[i] is tested with its standard error sqrt(err_i^2 + err_{i+1}^2) (``ev.y_err``), with
     Student's t of min(n_i, n_{i+1}) - 1 degrees of freedom where ``ev.y_n`` gives the seeds behind each point (the
-    normal distribution where it does not). Supported: *every* step goes the stated way significantly (an
-    intersection-union test: its p is the largest step p). Not supported: some step, or the series end to end
-    (last - first), goes significantly the other way (Bonferroni over those k + 1 tests). Otherwise inconclusive.
+    normal distribution where it does not). Where the evidence carries the per-seed series (``ev.y_samples``: runs
+    paired by seed, the same initial weights and data order at every x), each step is instead the paired t-test of
+    its per-seed differences (n - 1 degrees of freedom): the seed's own level, shared by every point of its series,
+    drops out of the step, as it does in :class:`PairedGreater`. Supported: *every* step goes the stated way
+    significantly (an intersection-union test: its p is the largest step p). Not supported: some step, or the
+    series end to end (last - first), goes significantly the other way (Bonferroni over those k + 1 tests).
+    Otherwise inconclusive.
     Each direction is tested at ALPHA / 2, as the other criteria. ``z=0``: the values alone decide (an exact
     series)."""
 
@@ -259,12 +263,22 @@ class Monotone(Criterion):
 
     def _tests(self, ev: Evidence):
         """[(difference in the stated direction, s.e., d.o.f.)] of each step, then of the series end to end."""
+        sign = 1.0 if self.direction == "increasing" else -1.0
+        pairs = [(k, k + 1) for k in range(len(ev.y) - 1)] + [(0, len(ev.y) - 1)]
+        if self.z != 0 and ev.y_samples and len(ev.y_samples) > 1:
+            n = len(ev.y_samples)
+            out = []
+            for i, j in pairs:
+                d = [sign * (row[j] - row[i]) for row in ev.y_samples]
+                mean = sum(d) / n
+                sd = math.sqrt(sum((v - mean) ** 2 for v in d) / (n - 1))
+                out.append((mean, sd / math.sqrt(n), n - 1))
+            return out
         err = (0.0,) * len(ev.y) if (self.z == 0 or not ev.y_err) else ev.y_err
         ns = ev.y_n if ev.y_n else None
-        sign = 1.0 if self.direction == "increasing" else -1.0
         out = []
         tie = 1e-9 * max(abs(v) for v in ev.y)  # an exact series: a difference of rounding size is a tie
-        for i, j in [(k, k + 1) for k in range(len(ev.y) - 1)] + [(0, len(ev.y) - 1)]:
+        for i, j in pairs:
             df = math.inf if ns is None else max(min(ns[i], ns[j]) - 1, 1)
             d, se = sign * (ev.y[j] - ev.y[i]), math.hypot(err[i], err[j])
             out.append((0.0 if se == 0 and abs(d) <= tie else d, se, df))
@@ -290,8 +304,9 @@ class Monotone(Criterion):
         k = len(steps)
         back = [q * len(ps) < ALPHA / 2 for _, q in ps]  # Bonferroni over the k steps and the end-to-end change
         if all(p < ALPHA / 2 for p, _ in ps[:-1]):
+            paired = ", paired by seed" if self._paired_note(ev) else ""
             return SUPPORTED, f"all {k} steps {self.direction}" + (
-                f" (largest step p = {max(p for p, _ in ps[:-1]):.2g})" if end[1] > 0 else ""
+                f" (largest step p = {max(p for p, _ in ps[:-1]):.2g}{paired})" if end[1] > 0 else ""
             )
         if any(back):
             n_steps = sum(back[:-1])
@@ -301,5 +316,8 @@ class Monotone(Criterion):
                 parts.append(f"{n_steps} of {k} steps significantly the other way")
             if back[-1]:
                 parts.append(f"end to end {first:.3g} -> {last:.3g}, significantly the other way")
-            return NOT_SUPPORTED, "; ".join(parts)
-        return INCONCLUSIVE, "some steps within error"
+            return NOT_SUPPORTED, "; ".join(parts) + self._paired_note(ev)
+        return INCONCLUSIVE, "some steps within error" + self._paired_note(ev)
+
+    def _paired_note(self, ev: Evidence) -> str:
+        return " (steps paired by seed)" if self.z != 0 and ev.y_samples and len(ev.y_samples) > 1 else ""

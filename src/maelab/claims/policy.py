@@ -19,7 +19,10 @@ from .statistics import ALPHA, holm
 POLICY = (
     f"Holm's step-down procedure within each paper: the family is every stochastic row of that paper (a row "
     f"decided by a test over seeds, with its precondition met), and the probability of one or more wrong verdicts "
-    f"among them is at most {ALPHA:g} under any dependence between the rows"
+    f"among them is at most {ALPHA:g} under any dependence between the rows. A row whose runs were extended after "
+    f"a first analysis (more seeds added because that analysis was inconclusive) is tested at {ALPHA:g} / looks "
+    f"(its adjusted p must be below {ALPHA / 2:g} at the second of two looks: Bonferroni over the looks, so the "
+    f"decision to add runs cannot raise the error)"
 )
 
 
@@ -42,9 +45,10 @@ def adjust(rows: Mapping[str, tuple[Claim, Evidence]]) -> dict[str, Decision]:
 
     Each row is first decided by its criterion (:func:`verdict`). The stochastic rows -- those whose criterion
     gives a p-value for the evidence, whose precondition is met and which are no identity -- form one family per
-    paper; their p-values are
-    Holm-adjusted within it. A decided row (supported / not supported) whose adjusted p is not below :data:`ALPHA`
-    becomes inconclusive, its reason saying so with both p-values. Other rows keep their verdict.
+    paper; their p-values are Holm-adjusted within it. A decided row (supported / not supported) whose adjusted p
+    is not below its level -- :data:`ALPHA` divided by the evidence's ``looks`` (1, or 2 where runs were added after
+    a first analysis) -- becomes inconclusive, its reason saying so with both p-values. Other rows keep their
+    verdict.
 
     A family holds the rows present in ``rows``: pass every measured row of the book (the scoreboard does), not
     one page's."""
@@ -68,9 +72,13 @@ def adjust(rows: Mapping[str, tuple[Claim, Evidence]]) -> dict[str, Decision]:
             continue
         q, m = adj[cid]
         p = pv[cid]
+        looks = rows[cid][1].looks
+        level = ALPHA / looks
         tag = f"Holm over {m} stochastic rows of {rows[cid][0].paper}: p = {p:.2g}, adjusted {q:.2g}"
-        if v != INCONCLUSIVE and not q < ALPHA:
-            out[cid] = Decision(INCONCLUSIVE, f"{why}; not significant after {tag} >= {ALPHA:g}", v, p, q, m)
+        if looks > 1:
+            tag += f", level {level:g} ({looks} looks at its runs)"
+        if v != INCONCLUSIVE and not q < level:
+            out[cid] = Decision(INCONCLUSIVE, f"{why}; not significant after {tag} >= {level:g}", v, p, q, m)
         else:
             out[cid] = Decision(v, f"{why}; {tag}", v, p, q, m)
     return out

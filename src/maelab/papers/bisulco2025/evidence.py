@@ -400,7 +400,8 @@ def zoo_spread_evidence(
     its own ratio. ``spreads``: one row per (model, seed) with ``model`` (:func:`maelab.zoo.label`) and ``spread``,
     that seed's mean over its test images (:func:`.locality.masked_pixel_spreads`), and ``n_images``; the series is
     the mean over ``seeds`` with its s.e. over seeds (``y_n``: the seeds), so the error bars are over training runs,
-    not over images of one run.
+    not over images of one run; the per-seed series are kept (the zoo's runs are paired by seed), so each step is
+    tested on the per-seed differences, at the zoo's looks (:func:`maelab.zoo.looks`).
 
     Gate: the zoo's learning check of every model in the series (:func:`maelab.zoo.reconstruction_checks` of
     ``entries``, the frame of :func:`maelab.zoo.load_entries`, with ``margin``) -- the pretext task, not the
@@ -421,4 +422,7 @@ def zoo_spread_evidence(
     n_img = sorted({int(n) for n in t.n_images})
     note = f"zoo, unit 1, each model at its training ratio; per seed the mean over {'/'.join(map(str, n_img))} test "
     note += f"images; s.e. over {len(seeds)} seeds"
-    return Evidence.from_series(ratios, y.to_numpy(), note=note, unmet=unmet_of(*checks)), checks
+    ev = Evidence.from_series(
+        ratios, y.to_numpy(), note=note, unmet=unmet_of(*checks), paired=True, looks=zoo.looks(seeds)
+    )
+    return ev, checks

@@ -10,9 +10,9 @@ row of the page (and the learning checks that gate them, which the pages show).
   :func:`ratio_extremes`, :func:`theorem2_rows`; all of them: :func:`theory_rows`.
 * ``kong_reconstruction`` (Fig. 5): the precondition :func:`maelab.zoo.reconstruction_checks` (one
   :class:`maelab.claims.ReconstructionCheck` per model, with the page's ``loss_margin``), the trends
-  :func:`fig5_trend` (``Monotone`` rows: the mean over seeds of each point, its standard error :func:`series_stats`
-  and the seeds behind it, ``y_n``) and the paired differences :func:`fig5_high_ratio`; all of them:
-  :func:`reconstruction_rows`.
+  :func:`fig5_trend` (``Monotone`` rows over the per-seed series, paired by seed) and the paired differences
+  :func:`fig5_high_ratio`; all of them: :func:`reconstruction_rows`, at the zoo's looks
+  (:func:`maelab.zoo.looks`).
 * ``kong_representations`` (Tables 1-3, Figs 6-8): the precondition :func:`maelab.zoo.reconstruction_checks` of the
   compared ``shapes`` models (the pretext task, not the level the rows measure; :func:`learned_check`, the
   ``unit_ratio`` model's class probe against its random init, is shown beside it), then per-seed paired differences
@@ -32,7 +32,7 @@ import numpy as np
 
 from ..._validate import ParameterError, one_of
 from ...claims import Evidence, LearnedCheck, ReconstructionCheck, unmet_of
-from ...zoo import reconstruction_checks
+from ...zoo import looks, reconstruction_checks
 from . import theory as th
 from . import zoo
 from .representations import LOW_LEVEL_CONTINUOUS
@@ -82,17 +82,6 @@ def series_stats(frame, by: str, column: str):
     g = frame.groupby(by)[column]
     n = g.count()
     return pd.DataFrame({"mean": g.mean(), "sem": (g.std(ddof=1) / np.sqrt(n)).fillna(0.0), "n": n})
-
-
-def _series(stats, note: str, unmet: str = "") -> Evidence:
-    return Evidence(
-        x=tuple(float(v) for v in stats.index),
-        y=tuple(float(v) for v in stats["mean"]),
-        y_err=tuple(float(v) for v in stats["sem"]),
-        y_n=tuple(int(v) for v in stats["n"]),
-        note=note,
-        unmet=unmet,
-    )
 
 
 # ------------------------------------------------------------------------------------------------- kong_theory
@@ -161,12 +150,22 @@ def _trained(scores):
 
 
 def fig5_trend(
-    scores, metric: str, along: str, xs: Sequence[float], *, unit_ratio: float = 0.75, note: str = "", unmet: str = ""
+    scores,
+    metric: str,
+    along: str,
+    xs: Sequence[float],
+    *,
+    unit_ratio: float = 0.75,
+    note: str = "",
+    unmet: str = "",
+    looks: int = 1,
 ) -> Evidence:
     """A Fig.-5 trend (``Monotone`` rows): ``metric`` of the unmasked reconstructions against the mask ratio
     (``along="ratio"``, the models at masking unit 1) or the masking unit (``along="unit"``, the models at
-    ``unit_ratio``), at the values ``xs`` only: ``y`` the mean over seeds, ``y_err`` its standard error,
-    ``y_n`` the seeds behind each point (:func:`series_stats`)."""
+    ``unit_ratio``), at the values ``xs`` only, one row per seed: the zoo's runs are paired by seed (same initial
+    weights and data order at every point), so the series keeps the per-seed rows (``Evidence.from_series`` with
+    ``paired=True``) and each step is tested on the per-seed differences. Every seed must have every point.
+    ``looks``: the zoo's looks at these seeds (:func:`maelab.zoo.looks`)."""
     one_of("along", along, ("ratio", "unit"))
     one = _trained(scores)
     _need(one, [metric], "scores")
@@ -174,10 +173,16 @@ def fig5_trend(
     frame = frame[frame[along].isin(list(xs))]
     if frame.empty:
         raise ParameterError("xs", f"values of {along} present in the scores", tuple(xs))
-    return _series(series_stats(frame, along, metric), note, unmet)
+    table = frame.pivot_table(index="seed", columns=along, values=metric, aggfunc="first")
+    if table.isna().to_numpy().any():
+        bad = [int(s) for s in table.index[table.isna().any(axis=1)]]
+        raise ParameterError("scores", f"{metric} at every {along} of {list(table.columns)} in every seed", bad)
+    return Evidence.from_series(table.columns, table.to_numpy(), note=note, unmet=unmet, paired=True, looks=looks)
 
 
-def fig5_high_ratio(scores, metric: str, high: float, mid: float, *, note: str = "", unmet: str = "") -> Evidence:
+def fig5_high_ratio(
+    scores, metric: str, high: float, mid: float, *, note: str = "", unmet: str = "", looks: int = 1
+) -> Evidence:
     """A Fig.-5 paired row: per seed, ``metric`` of the model trained at mask ratio ``high`` minus that at ``mid``
     (both at masking unit 1), on unmasked reconstructions. ``neg_mse`` gives MSE(mid) − MSE(high)."""
     one = _trained(scores)
@@ -189,26 +194,29 @@ def fig5_high_ratio(scores, metric: str, high: float, mid: float, *, note: str =
     d = (pair[high] - pair[mid]).to_numpy()
     if np.isnan(d).any():
         raise ParameterError("scores", f"both ratios {mid} and {high} in every seed", list(pair.index[np.isnan(d)]))
-    return Evidence.from_samples(d, note=note, unmet=unmet)
+    return Evidence.from_samples(d, note=note, unmet=unmet, looks=looks)
 
 
 def reconstruction_rows(scores, settings) -> tuple[dict[str, Evidence], tuple[ReconstructionCheck, ...]]:
     """Every claim row of ``kong_reconstruction`` from the scores of all its seeds (``settings``: a
     ``KongReconstructionSettings``), each gated by :func:`maelab.zoo.reconstruction_checks` with the page's
-    ``loss_margin``; returns (rows, checks). The FSIM row is left out where the scores have no FSIM (``fsim=False``)."""
+    ``loss_margin``; returns (rows, checks). The FSIM row is left out where the scores have no FSIM (``fsim=False``).
+    Every row carries the zoo's looks at ``settings.seeds`` (:func:`maelab.zoo.looks`)."""
     S = settings
     checks = reconstruction_checks(scores, S.loss_margin)
     unmet = unmet_of(*checks)
     note = f"{len(S.seeds)} seeds, {S.n_score} unmasked test images"
     rise = [r for r in S.mask_ratios if r <= S.unit_ratio + 1e-9]
-    kw = {"unit_ratio": S.unit_ratio, "note": note, "unmet": unmet}
+    lk = looks(S.seeds)
+    kw = {"unit_ratio": S.unit_ratio, "note": note, "unmet": unmet, "looks": lk}
     rows = {}
     for cid, col in (("kong.fig5_ssim_ratio", "ssim"), ("kong.fig5_fsim_ratio", "fsim")):
         if col in scores.columns:
             rows[cid] = fig5_trend(scores, col, "ratio", rise, **kw)
     hi = max(S.mask_ratios)
-    rows["kong.fig5_psnr_090"] = fig5_high_ratio(scores, "psnr", hi, S.unit_ratio, note="dB, " + note, unmet=unmet)
-    rows["kong.fig5_negmse_090"] = fig5_high_ratio(scores, "neg_mse", hi, S.unit_ratio, note=note, unmet=unmet)
+    pw = {"unmet": unmet, "looks": lk}
+    rows["kong.fig5_psnr_090"] = fig5_high_ratio(scores, "psnr", hi, S.unit_ratio, note="dB, " + note, **pw)
+    rows["kong.fig5_negmse_090"] = fig5_high_ratio(scores, "neg_mse", hi, S.unit_ratio, note=note, **pw)
     rows["kong.fig5_ssim_unit"] = fig5_trend(scores, "ssim", "unit", S.units, **kw)
     rows["kong.fig5_psnr_unit"] = fig5_trend(scores, "psnr", "unit", S.units, **kw)
     return rows, checks
@@ -365,26 +373,37 @@ def zoo_representation_rows(
     :func:`maelab.zoo.reconstruction_checks` of the compared models (lowest ratio, ``unit_ratio``, highest ratio,
     unit 1) against random init and the patch-mean predictor with ``loss_margin``. ``entries``: the zoo's entries frame
     (:func:`maelab.zoo.load_entries`); ``marks``: one row per (model, seed) with ``attn_mass`` and
-    ``token_balanced_acc`` (:func:`.representations.ink_silhouette_row`)."""
+    ``token_balanced_acc`` (:func:`.representations.ink_silhouette_row`). Every row carries the zoo's looks at
+    ``seeds`` (:func:`maelab.zoo.looks`)."""
     lab = [f"r{r:g} u1" for r in (min(mask_ratios), unit_ratio, max(mask_ratios))]
     lo, mid, hi = lab
     seeds = list(seeds)
     compared = entries[entries.model.isin(lab)]
     checks = reconstruction_checks(compared, loss_margin)
-    u = unmet_of(*checks)
+    u, lk = unmet_of(*checks), looks(seeds)
     return {
         "kong.tab1_probe_075_010": Evidence.from_samples(
-            paired_gap(entries, "linear_acc_cls", [mid], [lo], seeds), note="[CLS] probe accuracy, MNIST zoo", unmet=u
+            paired_gap(entries, "linear_acc_cls", [mid], [lo], seeds),
+            note="[CLS] probe accuracy, MNIST zoo",
+            unmet=u,
+            looks=lk,
         ),
         "kong.tab1_probe_075_090": Evidence.from_samples(
-            paired_gap(entries, "linear_acc_cls", [mid], [hi], seeds), note="[CLS] probe accuracy, MNIST zoo", unmet=u
+            paired_gap(entries, "linear_acc_cls", [mid], [hi], seeds),
+            note="[CLS] probe accuracy, MNIST zoo",
+            unmet=u,
+            looks=lk,
         ),
         "kong.fig6_cls_silhouette": Evidence.from_samples(
-            paired_gap(marks, "attn_mass", [mid], [lo, hi], seeds), note="attention on the ink, MNIST zoo", unmet=u
+            paired_gap(marks, "attn_mass", [mid], [lo, hi], seeds),
+            note="attention on the ink, MNIST zoo",
+            unmet=u,
+            looks=lk,
         ),
         "kong.tab3_token_silhouette": Evidence.from_samples(
             paired_gap(marks, "token_balanced_acc", [mid], [lo], seeds),
             note="balanced token accuracy, MNIST zoo",
             unmet=u,
+            looks=lk,
         ),
     }, checks

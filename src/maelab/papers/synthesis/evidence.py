@@ -4,7 +4,9 @@ page's geometry measurements (:func:`maelab.papers.synthesis.geometry.geometry_r
 Every row is gated by the pretext task, never by the quantity it measures: each model the row compares must pass
 the reconstruction check of the Kong page (its masked-patch test loss at most ``1 - loss_margin`` times the better
 of random init and the patch-mean predictor, every seed; :func:`maelab.zoo.reconstruction_checks`). Series rows
-(``Monotone``) take the per-seed values at each ratio (unit 1), paired rows the per-seed differences."""
+(``Monotone``) take the per-seed values at each ratio (unit 1), kept per seed so each step is tested on the per-seed
+differences (the zoo's runs are paired by seed), paired rows the per-seed differences; every row carries the zoo's
+looks at its seeds (:func:`maelab.zoo.looks`)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from scipy import stats
 
 from ..._validate import ParameterError
 from ...claims import Evidence, ReconstructionCheck, unmet_of
-from ...zoo import reconstruction_checks
+from ...zoo import looks, reconstruction_checks
 
 __all__ = ["per_seed", "synthesis_rows"]
 
@@ -63,18 +65,30 @@ def synthesis_rows(
     psnr = per_seed(entries, "psnr", ratio_models, seeds)
     uacc = per_seed(entries, "linear_acc_cls", unit_models[:2], seeds)
     note = f"{len(seeds)} seeds, unit 1"
+    lk = looks(seeds)
     rows = {
         "synth.probe_interior": Evidence.from_samples(
-            acc[:, interior].mean(axis=1) - acc[:, extremes].mean(axis=1), note="[CLS] probe, " + note, unmet=u_ratio
+            acc[:, interior].mean(axis=1) - acc[:, extremes].mean(axis=1),
+            note="[CLS] probe, " + note,
+            unmet=u_ratio,
+            looks=lk,
         ),
         "synth.rank_tracks_probe": Evidence.from_samples(
-            _spearman_per_seed(rank, acc), note="Spearman rho over the ratios, " + note, unmet=u_ratio
+            _spearman_per_seed(rank, acc), note="Spearman rho over the ratios, " + note, unmet=u_ratio, looks=lk
         ),
         "synth.psnr_falls_ratio": Evidence.from_series(
-            [ratios[i] for i in rise], psnr[:, rise], note="dB, unmasked test images, " + note, unmet=u_ratio
+            [ratios[i] for i in rise],
+            psnr[:, rise],
+            note="dB, unmasked test images, " + note,
+            unmet=u_ratio,
+            paired=True,
+            looks=lk,
         ),
         "synth.unit_raises_probe": Evidence.from_samples(
-            uacc[:, 1] - uacc[:, 0], note=f"[CLS] probe, unit {units[1]} minus 1 at ratio {unit_ratio:g}", unmet=u_unit
+            uacc[:, 1] - uacc[:, 0],
+            note=f"[CLS] probe, unit {units[1]} minus 1 at ratio {unit_ratio:g}",
+            unmet=u_unit,
+            looks=lk,
         ),
     }
     if geometry is not None:
@@ -83,5 +97,5 @@ def synthesis_rows(
             ("synth.attention_distance_ratio", "attn_distance", "tokens, last layer"),
         ):
             y = per_seed(geometry, col, ratio_models, seeds)
-            rows[cid] = Evidence.from_series(ratios, y, note=f"{what}, {note}", unmet=u_ratio)
+            rows[cid] = Evidence.from_series(ratios, y, note=f"{what}, {note}", unmet=u_ratio, paired=True, looks=lk)
     return rows, checks

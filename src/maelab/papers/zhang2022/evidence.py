@@ -142,14 +142,15 @@ def zoo_collapse_avoidance(entries, var_x2: float, model: str, seeds: Sequence[i
     the images the loss is measured on). Gated by ``learned`` (:func:`zoo_learned`): the gate reads the
     representation, not the loss the claim measures -- a model that learned nothing says nothing about where
     training ends, and a gate on the loss itself (e.g. the zoo's reconstruction check, whose patch-mean reference
-    lies above the floor) would decide the claim."""
+    lies above the floor) would decide the claim. At the zoo's looks at ``seeds`` (:func:`maelab.zoo.looks`)."""
     if not isinstance(learned, LearnedCheck):
         raise ParameterError("learned", "a maelab.claims.LearnedCheck of the zoo model", type(learned).__name__)
     if not (isinstance(var_x2, (int, float)) and math.isfinite(var_x2) and var_x2 > 0):
         raise ParameterError("var_x2", "a finite variance > 0", var_x2)
     seeds = [int(s) for s in seeds]
     gaps = [(var_x2 - v) / var_x2 for v in _zoo_values(entries, model, "loss", seeds)]
-    return Evidence.from_samples(gaps, note=f"{model} of the shared zoo, per seed {seeds}", unmet=learned.unmet)
+    note = f"{model} of the shared zoo, per seed {seeds}"
+    return Evidence.from_samples(gaps, note=note, unmet=learned.unmet, looks=zoo.looks(seeds))
 
 
 # ------------------------------------------------------------------------------------------------ zhang_umae
