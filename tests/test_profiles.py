@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from maelab import book, profiles, store
+from maelab import book, paths, profiles, store
 from maelab._validate import ParameterError
 from maelab.profiles import (
     PROFILE_NAMES,
@@ -222,7 +222,7 @@ def test_every_setting_a_notebook_reads_exists():
         cls = profiles.settings_class(name)
         derived = {n for n in dir(cls) if isinstance(getattr(cls, n, None), property)}  # e.g. lam_eff
         fields = set(cls.field_names()) | methods | derived
-        nb = jupytext.read(store.repo_root() / "notebooks" / f"{name}.md")
+        nb = jupytext.read(paths.repo_root() / "notebooks" / f"{name}.md")
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         used = {
             n.attr

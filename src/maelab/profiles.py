@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from . import paths
 from ._validate import ParameterError, in_range, one_of, positive_int
 from ._validate import is_bool as _is_bool
 from .options import DryRunLimits
@@ -413,9 +414,7 @@ def registry() -> dict[str, type]:
 
 def notebook_names(root: Path | None = None) -> list[str]:
     """Notebooks with settings, plus those under ``notebooks/`` without (sorted)."""
-    from .store import repo_root
-
-    folder = (root or repo_root()) / "notebooks"
+    folder = (root or paths.repo_root()) / "notebooks"
     on_disk = {p.stem for p in folder.glob("*.md")} if folder.exists() else set()
     return sorted(set(registry()) | on_disk)
 

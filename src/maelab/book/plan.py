@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import store
+from .. import paths, store
 from .._validate import ParameterError
 from .toc import LAST, notebooks_in_order
 
@@ -142,7 +142,7 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False, runs
             {"table": per_nb, "calibration": pd.DataFrame([cpu])},
             notebook=PLAN_NOTEBOOK,
             profile=profile,
-            root=store.repo_root() / "data" / "results",
+            root=paths.committed_results(),
         )
 
 

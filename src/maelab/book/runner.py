@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import store
+from .. import paths, store
 from .._util import TMP_PREFIX, resolve_device
 from .._validate import ParameterError, folder_path
 from ..options import DryRunLimits, RunOptions
@@ -119,7 +119,7 @@ def run_notebook(
     options = _options(options)
     validate_core({"profile": options.profile})
     profile = options.profile
-    root = root or store.repo_root()
+    root = root or paths.repo_root()
     src = root / "notebooks" / f"{name}.md"
     if not src.exists():
         raise ParameterError("notebook", "one of " + ", ".join(notebooks_in_order(root)), name)
@@ -214,7 +214,7 @@ def run(
     ``out_dir`` (default ``_build/executed``); ``extra``: notebook parameters (``-p``). Options with ``dry_run``
     set: ``run_dry``'s run (results in its scratch folder)."""
     options = _options(options)
-    root = store.repo_root()
+    root = paths.repo_root()
     out_dir = folder_path("out_dir (--out)", out_dir) if out_dir else root / "_build" / "executed"
     if (
         options.profile == "gpu"
