@@ -75,9 +75,9 @@ from ._records import sha256_file as _sha256_file  # noqa: F401 - used as store.
 from ._util import TMP_PREFIX, _owner
 from ._validate import ParameterError, one_of
 from .options import RunOptions
+from .profiles import PROFILE_NAMES, PROFILE_ORDER, profile_record
 from .provenance import device_description, git_state, package_versions
 
-PROFILE_ORDER = _records.PROFILES  # best first: the book shows the best profile that has results
 LOCK_PREFIX = ".maelab-lock"  # per-result lock files (gitignored)
 MIN_FREE_BYTES = 64 << 20  # refuse to start a computation with less free space than this in the results folder
 
@@ -102,7 +102,7 @@ def results_root(profile: str | None = None, options: RunOptions | None = None) 
         return Path(options.results_root)
     if options is not None and options.dry_run is not None:
         return options.dry_run.scratch_dir / "results"
-    if profile == "smoke":
+    if profile in PROFILE_NAMES and not profile_record(profile).committed:
         return paths.smoke_results()
     return paths.committed_results()
 

@@ -31,7 +31,7 @@ from .. import paths, store
 from .._util import TMP_PREFIX, resolve_device
 from .._validate import ParameterError, folder_path
 from ..options import DryRunLimits, RunOptions
-from ..profiles import CORE_PARAMS, settings_class, validate_core
+from ..profiles import COMMITTED_PROFILES, CORE_PARAMS, settings_class, validate_core
 from ..registry import installed
 from . import freshness
 from .context import GpuUnavailable
@@ -46,7 +46,7 @@ def choose_profile(notebook: str, requested: str, options: RunOptions | None = N
     results folder of ``options`` (default ``data/results``), else cpu."""
     if requested != "auto":
         return requested
-    found = [p for p in store.stored_profiles(notebook, store.results_root("cpu", options)) if p != "smoke"]
+    found = [p for p in store.stored_profiles(notebook, store.results_root("cpu", options)) if p in COMMITTED_PROFILES]
     return found[0] if found else "cpu"
 
 

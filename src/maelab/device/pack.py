@@ -38,6 +38,7 @@ from pathlib import Path
 
 from .. import paths
 from .._validate import ParameterError, folder_path, one_of
+from ..profiles import COMMITTED_PROFILES
 from ._common import (
     LIMIT_BYTES,
     PACK_DIR,
@@ -51,7 +52,6 @@ from ._common import (
 #: Packages the run imports that the lent machine's image lacks (KINDS.md's list): wheels travel in the pack.
 WHEELS = ("piq",)
 DEVICE_PYTHON = "3.12"  # the lent machine's Python (the wheels are chosen for it)
-PROFILES = ("gpu", "cpu")  # what a pack may compute (smoke results never leave this machine)
 XZ_PRESET = 9 | lzma.PRESET_EXTREME
 
 
@@ -234,7 +234,7 @@ def pack(
     from ..data import packaged
 
     repo = Path(repo) if repo is not None else paths.repo_root()
-    one_of("profile", profile, PROFILES)
+    one_of("profile", profile, COMMITTED_PROFILES)  # smoke results never leave this machine
     allowed = computing_notebooks(repo)
     if not notebooks:
         raise ParameterError("notebooks", "one or more of " + ", ".join(allowed), notebooks)

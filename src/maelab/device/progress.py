@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import paths
+from ..profiles import COMMITTED_PROFILES
 
 
 def _records(root: Path, notebook: str, profile: str) -> tuple[list, int]:
@@ -97,7 +98,7 @@ def progress(
     from .. import cost
     from .._validate import one_of
 
-    one_of("profile", profile, ("gpu", "cpu"))
+    one_of("profile", profile, COMMITTED_PROFILES)
     root = Path(root) if root is not None else paths.committed_results()
     plans = cost.notebook_plans(profile) if plans is None else plans
     if device is None:
