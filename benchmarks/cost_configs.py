@@ -51,12 +51,12 @@ from pathlib import Path
 import torch
 
 import maelab
-from maelab import cost
+from maelab import cost, paths
 from maelab._util import atomic_path
 from maelab.train import TrainConfig, train
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "data" / "results"
+RESULTS = paths.committed_results()
 
 #: name -> (notebook, committed result, label of one of its runs): the configurations to re-time.
 CONFIGS = {

@@ -41,6 +41,7 @@ import torch
 import maelab
 from maelab import cost
 from maelab._util import atomic_path, device_name
+from maelab.profiles import PROFILE_NAMES
 
 ROOT = Path(__file__).resolve().parent
 REPO = ROOT.parent
@@ -76,7 +77,7 @@ def timed_plan(profile: str, cache_root: Path) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--profiles", nargs="+", default=["smoke", "cpu", "gpu"], choices=["smoke", "cpu", "gpu"])
+    p.add_argument("--profiles", nargs="+", default=list(PROFILE_NAMES), choices=PROFILE_NAMES)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     calibration = cost.calibration_path()

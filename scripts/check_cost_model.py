@@ -55,11 +55,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from maelab import cost, models, papers, profiles, store
+from maelab import cost, models, papers, paths, profiles, store
 from maelab.cost.check import compare, summary, within
 from maelab.experiments import PretrainSpec
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _spec(d: dict) -> PretrainSpec:
@@ -334,7 +332,7 @@ def write(df: pd.DataFrame, pr: pd.DataFrame, cal: cost.CpuCalibration, results:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--results", default=str(ROOT / "data" / "results"))
+    p.add_argument("--results", default=str(paths.committed_results()))
     p.add_argument("--csv", default=None, help="also write the per-result table here")
     p.add_argument("--write", action="store_true", help="store the tables in <results>/plan/ (book/rerun.md)")
     args = p.parse_args(argv)

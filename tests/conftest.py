@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from maelab import book, cost, papers, store
+from maelab import book, cost, papers, paths
 
 # the top of the test process: gather the paper registry once and hand it to the core (maelab.registry), as
 # `python -m maelab.book` does; the notebook kernels the tests start get it from the runner's injected cell
@@ -46,7 +46,7 @@ def committed_book(tmp_path_factory):
     executed notebooks (one execution for both).
     """
     tmp = tmp_path_factory.mktemp("committed-book")
-    committed = store.repo_root() / "data" / "results"
+    committed = paths.committed_results()
     results = tmp / "results"
     shutil.copytree(committed, results)
     before, mtimes = _files(results), {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")}

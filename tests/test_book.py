@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from maelab import book, store
+from maelab import book, paths, store
 
 pytestmark = pytest.mark.book
-ROOT = store.repo_root()
+ROOT = paths.repo_root()
 
 
 def _snapshot(folder: Path):
@@ -22,7 +22,7 @@ def _snapshot(folder: Path):
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("smoke")
-    committed = ROOT / "data" / "results"
+    committed = paths.committed_results()
     before = _snapshot(committed)
     outs = book.run(book.RunOptions(profile="smoke", results_root=str(tmp / "results")), out_dir=tmp / "executed")
     assert _snapshot(committed) == before, "a smoke run wrote into data/results"

@@ -14,7 +14,7 @@ import nbformat
 import pandas as pd
 import pytest
 
-from maelab import book
+from maelab import book, paths
 from maelab._validate import ParameterError
 from maelab.book import toc
 from maelab.claims import Evidence
@@ -323,10 +323,9 @@ def test_every_notebook_with_claims_opens_with_its_findings_cell():
     """The findings cell follows the parameters cell, names its own notebook, and the page calls ctx.finish()."""
     import jupytext
 
-    from maelab import store
     from maelab.claims import REGISTRY
 
-    root = store.repo_root()
+    root = paths.repo_root()
     for name in sorted({c.notebook for c in REGISTRY.values()}):
         if not (root / "notebooks" / f"{name}.md").exists():
             continue  # claims of a notebook not written yet ("not yet measured")
@@ -346,9 +345,7 @@ def test_pages_pasting_the_scoreboard_depend_on_it():
     from docutils.utils import new_document
     from myst_nb.ext.glue.utils import PendingGlueReference
 
-    from maelab import store
-
-    spec = importlib.util.spec_from_file_location("maelab_html", store.repo_root() / "book" / "_ext" / "maelab_html.py")
+    spec = importlib.util.spec_from_file_location("maelab_html", paths.repo_root() / "book" / "_ext" / "maelab_html.py")
     ext = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ext)
     noted = []

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from maelab import _util, book
+from maelab import _util, book, paths
 from maelab._validate import ParameterError
 from maelab.book import builder
 
@@ -124,9 +124,7 @@ def test_progress_bars_are_text_bars_that_do_not_warn(capsys):
 def _figure_cells():
     import jupytext
 
-    from maelab import store
-
-    for path in sorted((store.repo_root() / "notebooks").glob("*.md")):
+    for path in sorted((paths.repo_root() / "notebooks").glob("*.md")):
         nb = jupytext.read(path)
         for i, cell in enumerate(nb.cells):
             src = cell.source if cell.cell_type == "code" else ""

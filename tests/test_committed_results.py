@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from maelab import book, profiles, store, zoo
+from maelab import book, paths, profiles, store, zoo
 
-ROOT = store.repo_root() / "data" / "results"
+ROOT = paths.committed_results()
 RECORDS = sorted(ROOT.glob("*/*.json"))
 
 

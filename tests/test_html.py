@@ -27,10 +27,10 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
-from maelab import book, store
+from maelab import book, paths
 
 pytestmark = pytest.mark.book
-ROOT = store.repo_root()
+ROOT = paths.repo_root()
 SKIP_DIRS = ("_static", "_sources", "_images", "_sphinx_design_static")
 
 

@@ -36,6 +36,7 @@ GENERAL = {
     "models",
     "options",
     "papers",
+    "paths",
     "plotting",
     "profiles",
     "provenance",
@@ -84,6 +85,14 @@ def test_top_level_holds_only_the_general_library():
         "analysis belongs in src/maelab/papers/<paper>/; a general module needs a line "
         "in README.md's module map and in GENERAL here)"
     )
+
+
+def test_every_general_module_has_a_line_in_the_readme_module_map():
+    """README.md's module map names each module of GENERAL in the first cell of a table row (``| `name` | what |``;
+    one row may name two, as ``_util``, ``_validate``)."""
+    readme = (SRC.parents[1] / "README.md").read_text()
+    named = {n for row in re.findall(r"^\| ([^|]+) \|", readme, flags=re.M) for n in re.findall(r"`([\w.]+)`", row)}
+    assert GENERAL - {"__init__"} - named == set(), "README.md's module map lacks a line for these modules"
 
 
 def _declared_key(init: Path) -> str | None:

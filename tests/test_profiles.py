@@ -4,8 +4,9 @@ import dataclasses
 
 import pytest
 
-from maelab import book, profiles, store
+from maelab import book, paths, profiles, store
 from maelab._validate import ParameterError
+from maelab.device import pack
 from maelab.profiles import (
     PROFILE_NAMES,
     FrozenDict,
@@ -48,6 +49,44 @@ def test_profiles_and_overrides():
         "k": "a rank, at most n",
     }
     assert Toy.for_profile("cpu").pick("n", "k") == {"n": 10, "k": 2}
+
+
+def test_one_profile_record_gives_every_list_of_profiles():
+    """Issue 23: one tuple of Profile records; the names, the best-first order (records, store, scoreboard) and the
+    profiles the lent GPU machine computes (device) all come from it."""
+    from maelab import _records
+    from maelab.book import plan
+    from maelab.device import __main__ as device_cli
+
+    assert [(p.name, p.rank, p.budget_min, p.committed) for p in profiles.PROFILES] == [
+        ("smoke", 2, 1, False),
+        ("cpu", 1, 30, True),
+        ("gpu", 0, 30, True),
+    ]
+    assert profiles.PROFILE_ORDER == ("gpu", "cpu", "smoke") and profiles.COMMITTED_PROFILES == ("gpu", "cpu")
+    assert store.PROFILE_ORDER is profiles.PROFILE_ORDER and plan.PLAN_PROFILES == ("cpu", "gpu")
+    assert not hasattr(_records, "PROFILES") and not hasattr(pack, "PROFILES")  # no second list left behind
+    assert device_cli._parser().parse_args(["pack", "masking", "--profile", "cpu"]).profile == "cpu"
+    with pytest.raises(SystemExit):  # the device's command line offers the committed profiles only
+        device_cli._parser().parse_args(["pack", "masking", "--profile", "smoke"])
+    assert profiles.profile_record("cpu").target == "2 CPU cores"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        profiles.profile_record("gpu").rank = 3
+    with pytest.raises(ParameterError, match="profile") as e:
+        profiles.profile_record("tpu")
+    assert "\n" not in str(e.value)
+
+
+def test_the_best_first_order_decides_what_the_book_shows(tmp_path):
+    """A record's file name must name a profile of the record tuple; stored profiles come back best first."""
+    from maelab import _records
+
+    for prof in ("smoke", "gpu", "cpu"):
+        store.save("r", {"k": 1}, {"v": 1.0}, notebook="nb", profile=prof, root=tmp_path)
+    assert store.stored_profiles("nb", root=tmp_path) == ["gpu", "cpu", "smoke"]
+    assert _records.location(tmp_path / "nb" / "r.cpu.json") == ("nb", "r", "cpu")
+    with pytest.raises(_records.Untrusted, match="profile one of gpu, cpu, smoke"):
+        _records.location(tmp_path / "nb" / "r.tpu.json")
 
 
 def test_settings_are_immutable():
@@ -222,7 +261,7 @@ def test_every_setting_a_notebook_reads_exists():
         cls = profiles.settings_class(name)
         derived = {n for n in dir(cls) if isinstance(getattr(cls, n, None), property)}  # e.g. lam_eff
         fields = set(cls.field_names()) | methods | derived
-        nb = jupytext.read(store.repo_root() / "notebooks" / f"{name}.md")
+        nb = jupytext.read(paths.repo_root() / "notebooks" / f"{name}.md")
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         used = {
             n.attr

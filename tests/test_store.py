@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from maelab import store, store_admin
+from maelab import paths, store, store_admin
 from maelab._validate import ParameterError
 
 
@@ -130,7 +130,7 @@ def test_smoke_results_never_go_to_data_results(tmp_path):
     from maelab.options import DryRunLimits, RunOptions
 
     assert store.results_root("smoke") != store.results_root("cpu")
-    assert store.results_root("cpu") == store.repo_root() / "data" / "results"
+    assert store.results_root("cpu") == paths.committed_results()
     assert ".cache" in store.results_root("smoke").parts
     # the run options' results folder, given or a dry run's, decides where the options say nothing else
     given = RunOptions(results_root=str(tmp_path / "r"))
@@ -290,7 +290,7 @@ def _schema1_copy(dest):
     the old record byte for byte in content)."""
     import shutil
 
-    shutil.copytree(store.repo_root() / "data" / "results" / "masking", dest)
+    shutil.copytree(paths.committed_results() / "masking", dest)
     for p in dest.glob("*.json"):
         rec = json.loads(p.read_text())
         if "migrated_from_schema" not in rec["provenance"]:  # written by today's store (claims records): not old

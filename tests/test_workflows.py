@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maelab import store
+from maelab import paths
 
-WF = store.repo_root() / ".github" / "workflows"
+WF = paths.repo_root() / ".github" / "workflows"
 
 
 def _load(name: str) -> dict:
@@ -86,6 +86,6 @@ def test_workflow_actions_are_pinned_to_a_version(name):
 
 
 def test_ci_entry_point_is_executable_and_runs_make_test():
-    ci = store.repo_root() / ".ci" / "run"
+    ci = paths.repo_root() / ".ci" / "run"
     assert ci.stat().st_mode & 0o111
     assert "make test" in Path(ci).read_text()

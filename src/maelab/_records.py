@@ -46,9 +46,9 @@ from typing import Any
 import numpy as np
 
 from ._validate import ParameterError
+from .profiles import PROFILE_ORDER
 
 SCHEMA = 2  # 1: no record checksum, NaN stored as null; 2: record sha256, versioned side files, NaN/inf encoded
-PROFILES = ("gpu", "cpu", "smoke")  # best first: the book shows the best profile that has results
 FLOAT_KEY = "__float__"
 _TOP_KEYS = {
     1: {"provenance", "data", "frames", "arrays"},
@@ -139,10 +139,10 @@ def location(json_path: Path) -> tuple[str, str, str]:
     """(notebook, name, profile) of a record from where it stands: ``<notebook>/<name>.<profile>.json``."""
     parts = json_path.name.split(".")
     notebook = json_path.parent.name
-    if len(parts) != 3 or parts[2] != "json" or not is_name(parts[0]) or parts[1] not in PROFILES:
+    if len(parts) != 3 or parts[2] != "json" or not is_name(parts[0]) or parts[1] not in PROFILE_ORDER:
         raise Untrusted(
             f"{json_path}: not a record's place (<notebook>/<name>.<profile>.json, profile one of "
-            f"{', '.join(PROFILES)})"
+            f"{', '.join(PROFILE_ORDER)})"
         )
     if not is_name(notebook):
         raise Untrusted(f"{json_path}: not a record's place (notebook folder {notebook!r} is not a notebook name)")

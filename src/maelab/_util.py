@@ -1,6 +1,6 @@
-"""Small shared helpers: seeding, device resolution, the BLAS thread limit, progress bars, atomic file writes and the
-cache folder (:func:`cache_root`). Run options (the dry run's caps among them) are not read here: they travel as
-arguments (:mod:`maelab.options`)."""
+"""Small shared helpers: seeding, device resolution, the BLAS thread limit, progress bars and atomic file writes
+(the folders: :mod:`maelab.paths`). Run options (the dry run's caps among them) are not read here: they travel
+as arguments (:mod:`maelab.options`)."""
 
 from __future__ import annotations
 
@@ -36,37 +36,6 @@ def resolve_device(device: str = "auto"):
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ParameterError("device", "'auto' or 'cpu' on a machine without CUDA", device)
     return torch.device(device)
-
-
-def repo_checkout() -> Path | None:
-    """The source checkout holding this package (``pyproject.toml`` beside ``src/maelab``: an editable install), or
-    None (an installed wheel)."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "pyproject.toml").exists() and (parent / "src" / "maelab").exists():
-            return parent
-    return None
-
-
-CACHE_ENV = "MAELAB_CACHE"
-
-
-def cache_root(repo: Path | None = None) -> Path:
-    """maelab's cache folder (checkpoints, fetched datasets, the cost model's calibration, device packs):
-    ``$MAELAB_CACHE`` if set, else ``<repo>/.cache`` (``repo``: given, else the source checkout, else the current
-    directory).
-
-    One of the two environment variables maelab reads (the other is ``MAELAB_DATA_DIR``,
-    :func:`maelab.data.packaged.data_dir`); every run option travels as an argument instead
-    (:class:`maelab.options.RunOptions`). Why a variable here: the cache is a folder a user may want on another disk,
-    and every process maelab starts (notebook kernels, torchrun workers, the device runner's programs, the tests'
-    subprocesses) must find the same one without each being told.
-    """
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env).expanduser()
-    base = repo if repo is not None else (repo_checkout() or Path.cwd())
-    return Path(base) / ".cache"
 
 
 def blas_limit(threads: int | None):

@@ -14,8 +14,8 @@ The options are how a run is made, not what it computes: none of them enters a r
 under a real key, and the store refuses (:func:`maelab.store.check_mode_allows_writing`).
 
 No library module reads an environment variable for a run option. The two names maelab still reads are folders a
-user may point elsewhere and a child process must inherit: ``MAELAB_CACHE`` (``maelab._util.cache_root``)
-and ``MAELAB_DATA_DIR`` (:func:`maelab.data.packaged.data_dir`).
+user may point elsewhere and a child process must inherit: ``MAELAB_CACHE`` (:func:`maelab.paths.cache_root`)
+and ``MAELAB_DATA_DIR`` (:func:`maelab.paths.data_dir`).
 """
 
 from __future__ import annotations

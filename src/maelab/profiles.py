@@ -7,6 +7,10 @@
   gpu``: predicted H100 minutes), as its settings class says; ``python -m maelab.book run --profile gpu --dry-run``
   checks on any CPU that they run.
 
+Each profile is one :class:`Profile` record (name, rank, budget, description, target, whether its results are
+committed) in :data:`PROFILES`; every list of profile names is derived from that tuple (:data:`PROFILE_NAMES`,
+:data:`PROFILE_ORDER` best first, :data:`COMMITTED_PROFILES`).
+
 A notebook's settings are a frozen dataclass in its paper package (``maelab/papers/<paper>/settings.py``, which
 exports ``NOTEBOOKS = {notebook name: class}``). Field defaults are the ``cpu`` values, each field carries its
 one-line meaning, and the class-level ``SMOKE`` / ``GPU`` dicts override a few fields for those profiles::
@@ -40,29 +44,77 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from . import paths
 from ._validate import ParameterError, in_range, one_of, positive_int
 from ._validate import is_bool as _is_bool
 from .options import DryRunLimits
 from .registry import PaperRegistry, installed
 
-PROFILES: dict[str, dict[str, Any]] = {
-    "smoke": {
-        "description": "CI: seconds per notebook, tiny models; proves the pipeline only",
-        "budget_min": 1,
-        "target": "any machine",
-    },
-    "cpu": {
-        "description": "a laptop: <= 30 min per notebook on 2 cores; meaningful trends",
-        "budget_min": 30,
-        "target": "2 CPU cores",
-    },
-    "gpu": {
-        "description": "one H100-class GPU: <= 30 min per notebook (predicted by maelab.cost); closest to the papers",
-        "budget_min": 30,
-        "target": "1 GPU",
-    },
-}
-PROFILE_NAMES = tuple(PROFILES)
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """One run profile, the one record every list of profiles is derived from (:data:`PROFILES`).
+
+    Attributes:
+        name: "smoke" | "cpu" | "gpu", the name in record files (``<name>.<profile>.json``) and on command lines.
+        rank: 0 is the best; where a result is stored under several profiles, the book shows the best-ranked one
+            (:data:`PROFILE_ORDER`).
+        budget_min: the minutes per notebook its settings are sized for.
+        description: one line for people.
+        target: the machine it is sized for.
+        committed: its results are kept: stored under the committed ``data/results``, computed on the lent GPU
+            machine (:mod:`maelab.device`), planned in stored plan tables. False (smoke): they stay in the gitignored
+            ``.cache/results-smoke`` (:func:`maelab.paths.smoke_results`) and never leave this machine.
+    """
+
+    name: str
+    rank: int
+    budget_min: float
+    description: str
+    target: str
+    committed: bool
+
+
+PROFILES: tuple[Profile, ...] = (
+    Profile(
+        "smoke",
+        rank=2,
+        budget_min=1,
+        description="CI: seconds per notebook, tiny models; proves the pipeline only",
+        target="any machine",
+        committed=False,
+    ),
+    Profile(
+        "cpu",
+        rank=1,
+        budget_min=30,
+        description="a laptop: <= 30 min per notebook on 2 cores; meaningful trends",
+        target="2 CPU cores",
+        committed=True,
+    ),
+    Profile(
+        "gpu",
+        rank=0,
+        budget_min=30,
+        description="one H100-class GPU: <= 30 min per notebook (predicted by maelab.cost); closest to the papers",
+        target="1 GPU",
+        committed=True,
+    ),
+)
+#: the profile names, cheapest first (as pages and command lines list them)
+PROFILE_NAMES = tuple(p.name for p in PROFILES)
+#: best first (by rank): the book shows, for each result, the best profile that has it
+PROFILE_ORDER = tuple(p.name for p in sorted(PROFILES, key=lambda p: p.rank))
+#: the profiles whose results are committed, best first: what the lent GPU machine may compute
+COMMITTED_PROFILES = tuple(p.name for p in sorted(PROFILES, key=lambda p: p.rank) if p.committed)
+
+
+def profile_record(name: str) -> Profile:
+    """The :class:`Profile` named ``name`` (a one-line :class:`maelab.ParameterError` for another name)."""
+    one_of("profile", name, PROFILE_NAMES)
+    return PROFILES[PROFILE_NAMES.index(name)]
+
+
 CORE_PARAMS = ("profile", "seed", "device", "recompute", "progress")
 
 Check = Callable[[str, Any], Any]
@@ -413,9 +465,7 @@ def registry() -> dict[str, type]:
 
 def notebook_names(root: Path | None = None) -> list[str]:
     """Notebooks with settings, plus those under ``notebooks/`` without (sorted)."""
-    from .store import repo_root
-
-    folder = (root or repo_root()) / "notebooks"
+    folder = (root or paths.repo_root()) / "notebooks"
     on_disk = {p.stem for p in folder.glob("*.md")} if folder.exists() else set()
     return sorted(set(registry()) | on_disk)
 

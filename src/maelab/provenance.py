@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from . import paths
 from .options import RunOptions
 
 __all__ = ["git_state", "package_versions", "device_description"]
@@ -22,9 +23,7 @@ def git_state(root: Path | None = None, options: RunOptions | None = None) -> di
     cannot answer (the lent GPU machine's copy has no ``.git``) the run options' ``git`` (what
     ``maelab.device`` packed), else commit "unknown"."""
     if root is None:
-        from .store import repo_root  # store imports this module
-
-        root = repo_root()
+        root = paths.repo_root()
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10

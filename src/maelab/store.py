@@ -68,16 +68,16 @@ from typing import Any
 
 import numpy as np
 
-from . import _records
+from . import _records, paths
 from ._records import SCHEMA
 from ._records import canonical as _canonical
 from ._records import sha256_file as _sha256_file  # noqa: F401 - used as store._sha256_file by the tests
 from ._util import TMP_PREFIX, _owner
 from ._validate import ParameterError, one_of
 from .options import RunOptions
+from .profiles import PROFILE_NAMES, PROFILE_ORDER, profile_record
 from .provenance import device_description, git_state, package_versions
 
-PROFILE_ORDER = _records.PROFILES  # best first: the book shows the best profile that has results
 LOCK_PREFIX = ".maelab-lock"  # per-result lock files (gitignored)
 MIN_FREE_BYTES = 64 << 20  # refuse to start a computation with less free space than this in the results folder
 
@@ -94,26 +94,17 @@ class OldSchemaError(RecordError):
     """A record in an older format; ``python -m maelab.store migrate`` upgrades it."""
 
 
-def repo_root() -> Path:
-    """The repository holding this package (walk up to pyproject.toml); falls back to the working directory."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "pyproject.toml").exists() and (parent / "src" / "maelab").exists():
-            return parent
-    return Path.cwd()
-
-
 def results_root(profile: str | None = None, options: RunOptions | None = None) -> Path:
     """The folder results are stored under: the run options' ``results_root`` when set; in a dry run its scratch
     folder's ``results``; else ``.cache/results-smoke`` for the ``smoke`` profile and ``data/results`` otherwise
-    (both under the repository root)."""
+    (:func:`maelab.paths.smoke_results`, :func:`maelab.paths.committed_results`)."""
     if options is not None and options.results_root is not None:
         return Path(options.results_root)
     if options is not None and options.dry_run is not None:
         return options.dry_run.scratch_dir / "results"
-    if profile == "smoke":
-        return repo_root() / ".cache" / "results-smoke"
-    return repo_root() / "data" / "results"
+    if profile in PROFILE_NAMES and not profile_record(profile).committed:
+        return paths.smoke_results()
+    return paths.committed_results()
 
 
 # ----------------------------------------------------------------------------------------------- hashing
@@ -428,7 +419,7 @@ def check_mode_allows_writing(root: Path, options: RunOptions | None = None) -> 
         return
     if options.dry_run is not None:
         scratch, target = options.dry_run.scratch_dir.resolve(), Path(root).resolve()
-        committed = (repo_root() / "data" / "results").resolve()
+        committed = paths.committed_results().resolve()
         if not _within(target, scratch) or _within(target, committed):
             raise StoreError(
                 f"a dry run stores results only under its scratch folder {scratch}, not under {target}; a dry run is "

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from maelab import profiles, store
+from maelab import paths, profiles, store
 from maelab._validate import ParameterError
 from maelab.claims import Evidence, Precondition, ReconstructionCheck, RunStopped, verdict
 from maelab.papers.cao2022 import evidence as E
@@ -243,7 +243,7 @@ def test_first_block_attention_by_hand_and_gated():
 
 # ------------------------------------------------------------------------------------------------ committed results
 def _record(notebook):
-    path = store.repo_root() / "data" / "results" / notebook / "claims.cpu.json"
+    path = paths.committed_results() / notebook / "claims.cpu.json"
     return {cid: Evidence.from_dict(c["evidence"]) for cid, c in json.loads(path.read_text())["data"]["claims"].items()}
 
 
@@ -261,7 +261,7 @@ def _same(got: dict, want: dict):
 
 
 def _load(notebook, name):
-    r = store.load(notebook, name, "cpu", root=store.repo_root() / "data" / "results")
+    r = store.load(notebook, name, "cpu", root=paths.committed_results())
     if r is None:
         pytest.skip(f"no committed {notebook}/{name}.cpu")
     return r

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from maelab import claims, profiles, store, zoo
+from maelab import claims, paths, profiles, store, zoo
 from maelab._validate import ParameterError
 from maelab.papers.kong2023 import evidence as kev
 from maelab.papers.kong2023.representations import LOW_LEVEL_CONTINUOUS
@@ -333,7 +333,7 @@ def test_representation_rows_never_gate_on_the_class_probe():
 
 
 # ---------------------------------------------------------------------------- the committed records, unchanged
-ROOT = store.repo_root() / "data" / "results"
+ROOT = paths.committed_results()
 
 
 def _load(nb, name):

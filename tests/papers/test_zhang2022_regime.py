@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 import torch
 
-from maelab import evaluate
+from maelab import evaluate, paths
 from maelab import experiments as E
 from maelab._validate import ParameterError
 from maelab.papers.zhang2022 import regime as R
@@ -194,7 +194,7 @@ def test_regime_configs_are_those_of_the_committed_results():
     """zhang_umae reads zhang_regime's results through these configs: they must hash to the committed records."""
     from maelab import profiles, store
 
-    root = store.repo_root() / "data" / "results"
+    root = paths.committed_results()
     S = profiles.settings("zhang_regime", "cpu")
     for name, config in [("throughput", R.throughput_config(S))] + [
         (f"curves_s{s}", R.curves_config(S, s)) for s in S.seeds

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import store
+from .. import paths, store
 from .._validate import folder_path
 from ..profiles import PROFILE_NAMES, registry
 from . import freshness
@@ -29,14 +29,14 @@ from .toc import LAST, NotebookFailed, notebooks_in_order
 
 def stage(executed: Path, stage_dir: Path, root: Path | None = None) -> Path:
     """Assemble a Jupyter Book source tree: config, toc, prose pages and the executed notebooks."""
-    root = root or store.repo_root()
+    root = root or paths.repo_root()
     if stage_dir.exists():
         shutil.rmtree(stage_dir)
     stage_dir.mkdir(parents=True)
     for f in ("_config.yml", "_toc.yml"):
         shutil.copy2(root / f, stage_dir / f)
     shutil.copytree(root / "book", stage_dir / "book")
-    stage_plan_tables(root / "data" / "results", stage_dir / "book" / "_plan")
+    stage_plan_tables(paths.committed_results(root), stage_dir / "book" / "_plan")
     nbdir = stage_dir / "notebooks"
     nbdir.mkdir()
     missing, failed, stale = [], [], []
@@ -183,7 +183,7 @@ def _hide_injected_parameters(src: Path, dst: Path) -> None:
 
 def build(executed: Path | None = None, out: Path | None = None, strict: bool = False) -> Path:
     """Build the HTML book from executed notebooks (execution off); returns the html folder."""
-    root = store.repo_root()
+    root = paths.repo_root()
     executed = folder_path("executed (--executed)", executed) if executed else root / "_build" / "executed"
     out = folder_path("out (--out)", out) if out else root
     src = stage(executed, out / "_build" / "src", root)

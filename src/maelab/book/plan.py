@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import store
+from .. import paths, store
 from .._validate import ParameterError
+from ..profiles import COMMITTED_PROFILES, PROFILE_NAMES
 from .toc import LAST, notebooks_in_order
 
 
@@ -52,7 +53,8 @@ def gpu_on_cpu_message(notebooks: list[str], calibration=None) -> str:
 
 
 PLAN_NOTEBOOK = "plan"  # data/results/plan/: the stored plan tables book/rerun.md shows
-PLAN_PROFILES = ("cpu", "gpu")  # the stored plans; a smoke plan is printed, never stored (smoke stays out of data/)
+#: the stored plans, cheapest first; a smoke plan is printed, never stored (smoke stays out of data/)
+PLAN_PROFILES = tuple(p for p in PROFILE_NAMES if p in COMMITTED_PROFILES)
 COST_CHECK = "cost_check"  # data/results/plan/cost_check.cpu: predicted vs measured cpu minutes (the re-run page)
 
 
@@ -142,7 +144,7 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False, runs
             {"table": per_nb, "calibration": pd.DataFrame([cpu])},
             notebook=PLAN_NOTEBOOK,
             profile=profile,
-            root=store.repo_root() / "data" / "results",
+            root=paths.committed_results(),
         )
 
 

@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import store
+from .. import paths, store
 from .._util import TMP_PREFIX, resolve_device
 from .._validate import ParameterError, folder_path
 from ..options import DryRunLimits, RunOptions
-from ..profiles import CORE_PARAMS, settings_class, validate_core
+from ..profiles import COMMITTED_PROFILES, CORE_PARAMS, settings_class, validate_core
 from ..registry import installed
 from . import freshness
 from .context import GpuUnavailable
@@ -46,7 +46,7 @@ def choose_profile(notebook: str, requested: str, options: RunOptions | None = N
     results folder of ``options`` (default ``data/results``), else cpu."""
     if requested != "auto":
         return requested
-    found = [p for p in store.stored_profiles(notebook, store.results_root("cpu", options)) if p != "smoke"]
+    found = [p for p in store.stored_profiles(notebook, store.results_root("cpu", options)) if p in COMMITTED_PROFILES]
     return found[0] if found else "cpu"
 
 
@@ -119,7 +119,7 @@ def run_notebook(
     options = _options(options)
     validate_core({"profile": options.profile})
     profile = options.profile
-    root = root or store.repo_root()
+    root = root or paths.repo_root()
     src = root / "notebooks" / f"{name}.md"
     if not src.exists():
         raise ParameterError("notebook", "one of " + ", ".join(notebooks_in_order(root)), name)
@@ -214,7 +214,7 @@ def run(
     ``out_dir`` (default ``_build/executed``); ``extra``: notebook parameters (``-p``). Options with ``dry_run``
     set: ``run_dry``'s run (results in its scratch folder)."""
     options = _options(options)
-    root = store.repo_root()
+    root = paths.repo_root()
     out_dir = folder_path("out_dir (--out)", out_dir) if out_dir else root / "_build" / "executed"
     if (
         options.profile == "gpu"

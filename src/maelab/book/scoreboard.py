@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 
 from .. import claims as claims_mod
-from .. import registry, store
+from .. import paths, registry, store
 from .._validate import ParameterError, one_of
+from ..profiles import PROFILE_ORDER
 
 RECORD_ERROR = "record error"  # scoreboard verdict of a claim whose stored claims record cannot be trusted
 NOT_MEASURED = "not yet measured"  # scoreboard verdict of a claim with no stored evidence
@@ -82,7 +83,7 @@ def _claim_roots(root: str | os.PathLike | None = None) -> list[Path]:
     the committed results and the smoke cache."""
     if root is not None:
         return [Path(root)]
-    return [store.results_root("cpu"), store.results_root("smoke")]
+    return [paths.committed_results(), paths.smoke_results()]
 
 
 def _claims_record(root: Path, notebook: str, profile: str) -> tuple[str, dict | None, dict | None, str]:
@@ -108,7 +109,7 @@ def _best_claims_records(
     """
     best: dict[str, tuple[str, dict | None, dict | None, str]] = {}
     if profile is not None:
-        one_of("profile", profile, store.PROFILE_ORDER)
+        one_of("profile", profile, PROFILE_ORDER)
         root = Path(root) if root is not None else store.results_root(profile)
         names = (
             notebooks
@@ -125,11 +126,11 @@ def _best_claims_records(
         for folder in sorted(p for p in where.iterdir() if p.is_dir()):
             if notebooks is not None and folder.name not in notebooks:
                 continue
-            for prof in store.PROFILE_ORDER:
+            for prof in PROFILE_ORDER:
                 if not store.record_path(where, folder.name, "claims", prof).exists():
                     continue
                 cur = best.get(folder.name)
-                if cur is None or store.PROFILE_ORDER.index(prof) < store.PROFILE_ORDER.index(cur[0]):
+                if cur is None or PROFILE_ORDER.index(prof) < PROFILE_ORDER.index(cur[0]):
                     best[folder.name] = _claims_record(where, folder.name, prof)
                 break
     return best

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from .. import claims as claims_mod
-from .. import store
+from .. import paths
 from .._validate import ParameterError
 
 LAST = ("scoreboard",)  # notebooks that read other notebooks' results run last
@@ -25,7 +25,7 @@ def notebooks_in_order(root: Path | None = None) -> list[str]:
     """Notebook names in _toc.yml order, those in LAST at the end; notebooks/ files missing from the toc after."""
     import yaml
 
-    root = root or store.repo_root()
+    root = root or paths.repo_root()
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     names: list[str] = []
 
@@ -49,7 +49,7 @@ def notebooks_in_order(root: Path | None = None) -> list[str]:
 
 def in_toc(notebook: str, root: Path | None = None) -> bool:
     """Whether notebooks/NOTEBOOK is a page of the book (listed in _toc.yml; the book builds only listed files)."""
-    toc = ((root or store.repo_root()) / "_toc.yml").read_text()
+    toc = ((root or paths.repo_root()) / "_toc.yml").read_text()
     return re.search(rf"^\s*-?\s*file:\s*notebooks/{re.escape(notebook)}\s*$", toc, flags=re.M) is not None
 
 
@@ -92,7 +92,7 @@ def claim_sections(notebook: str, root: Path | None = None) -> dict[str, tuple[s
     """
     import jupytext
 
-    root = root or store.repo_root()
+    root = root or paths.repo_root()
     src = root / "notebooks" / f"{notebook}.md"
     if not src.exists():
         raise ParameterError(
@@ -120,7 +120,7 @@ def notebook_parameters(name: str, root: Path | None = None) -> tuple[str, ...]:
 
     import jupytext
 
-    root = root or store.repo_root()
+    root = root or paths.repo_root()
     src = root / "notebooks" / f"{name}.md"
     if not src.exists():
         raise ParameterError("notebook", "one of " + ", ".join(notebooks_in_order(root)), name)

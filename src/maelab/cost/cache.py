@@ -30,9 +30,9 @@ from typing import Any
 
 import torch.nn as nn
 
+from .. import paths
 from .._validate import ParameterError, one_of, positive_int
 from . import counting, memory
-from .calibration import _cache_dir
 from .counting import StepCost
 from .memory import MemoryEstimate
 
@@ -102,7 +102,7 @@ def fingerprint() -> str:
 
 def cache_path() -> Path:
     """The counts file of this code and these versions (:func:`fingerprint`)."""
-    return _cache_dir() / f"counts-{fingerprint()}.json"
+    return paths.cache_dir("cost") / f"counts-{fingerprint()}.json"
 
 
 def _read(path: Path) -> dict[str, list]:

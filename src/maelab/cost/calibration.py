@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .._util import cache_root
+from .. import paths
 from .._validate import positive_int
 from .counting import eval_flops, step_flops
 from .devices import Device
@@ -125,15 +125,11 @@ def cpu_key() -> str:
     return f"{name} | {os.cpu_count()} cores | torch {torch.__version__} | {torch.get_num_threads()} threads"
 
 
-def _cache_dir() -> Path:
-    return cache_root() / "cost"
-
-
 def calibration_path(key: str | None = None) -> Path:
     """Where the calibration for ``key`` (default :func:`cpu_key`) is cached."""
     key = cpu_key() if key is None else key
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", key).strip("-")[:150]
-    return _cache_dir() / f"cpu-calibration-{slug}.json"
+    return paths.cache_dir("cost") / f"cpu-calibration-{slug}.json"
 
 
 def _time_steps(step: Callable[[], Any], warmup: int, reps: int) -> tuple[float, float, float]:

@@ -21,6 +21,7 @@ import math
 import os
 from pathlib import Path
 
+from .. import paths
 from .._validate import ParameterError
 
 #: NVIDIA H100 SXM peak dense BF16 tensor-core throughput in FLOP/s (datasheet 989 TFLOPS; 1,979 with sparsity).
@@ -124,7 +125,7 @@ def gpu_device(root: str | os.PathLike | None = None) -> Device:
 
     from .. import store
 
-    root = Path(root) if root is not None else store.repo_root() / "data" / "results"
+    root = Path(root) if root is not None else paths.committed_results()
     notebook, name, profile = GPU_CALIBRATION
     try:
         rec = store.load(notebook, name, profile, root=root)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import paths
 from .._validate import ParameterError
 from . import packaged
 
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "list":
             for name, spec in packaged.SPECS.items():
-                path = packaged.data_dir(args.data_dir) / f"{name}.npz"
+                path = paths.data_dir(args.data_dir) / f"{name}.npz"
                 print(f"{name:14s} {'fetched' if path.is_file() else 'missing':8s} {path}  ({spec.source})")
             return 0
         names = list(packaged.NAMES) if args.names == ["all"] else args.names

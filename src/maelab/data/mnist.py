@@ -23,10 +23,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .. import paths
 from .._validate import ParameterError
 from ._common import Dataset, check_channels, check_n, check_options, check_size, resize, seeded_subset, to_channels
 
-DEFAULT_PATH = Path(__file__).resolve().parents[3] / "data" / "mnist10k.npz"
+DEFAULT_PATH = paths.repo_root() / "data" / "mnist10k.npz"
 OPTIONS = {"size": 28, "channels": 1, "resize": "auto", "path": None}
 REQUIRED = {"images": (np.uint8, 3), "labels": (np.int64, 1), "train_idx": (np.int64, 1), "test_idx": (np.int64, 1)}
 

@@ -56,11 +56,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .._util import cache_root
+from .. import paths
 from .._validate import ParameterError, folder_path
 from ._common import Dataset, check_channels, check_n, check_options, check_size, resize, seeded_subset, to_channels
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 #: The four arrays of a fetched dataset, in the order of its hash.
 ARRAY_KEYS = ("train_images", "train_labels", "test_images", "test_labels")
@@ -170,24 +169,7 @@ def record_dataset(name: str, sha256: str) -> None:
         used[name] = sha256
 
 
-# ---------------------------------------------------------------------------------------------- paths, hashing
-DATA_DIR_ENV = "MAELAB_DATA_DIR"
-
-
-def data_dir(override: str | os.PathLike | None = None) -> Path:
-    """Folder of the fetched datasets: ``override``, ``$MAELAB_DATA_DIR``, ``$MAELAB_CACHE/datasets`` or
-    ``<repo>/.cache/datasets``, first that is set.
-
-    ``MAELAB_DATA_DIR`` is one of the two environment variables maelab reads (the other, ``MAELAB_CACHE``:
-    ``maelab._util.cache_root``); run options travel as arguments (:class:`maelab.options.RunOptions`). Why a
-    variable here: the datasets are read deep inside every loader, by every process maelab starts (notebook
-    kernels, the lent GPU machine's notebook programs, which the device runner points at the datasets it carried),
-    and a user may keep them on another disk than the cache."""
-    if override is not None:
-        return Path(override).expanduser()
-    if os.environ.get(DATA_DIR_ENV):
-        return Path(os.environ[DATA_DIR_ENV]).expanduser()
-    return cache_root(REPO_ROOT) / "datasets"
+# ---------------------------------------------------------------------------------------------- hashing
 
 
 def arrays_sha256(arrays: dict[str, np.ndarray]) -> str:
@@ -409,7 +391,7 @@ def fetch(
     if name not in SPECS:
         raise ParameterError("name", "one of " + ", ".join(repr(s) for s in SPECS), name)
     spec = SPECS[name]
-    folder = folder_path("data_dir", data_dir(data_dir_))  # a file there: one line now, not after the download
+    folder = folder_path("data_dir", paths.data_dir(data_dir_))  # a file there: one line now, not after the download
     out = folder / f"{name}.npz"
     if out.is_file() and not force:
         log(f"[data] {name}: already at {out}")
@@ -457,7 +439,7 @@ def _read(name: str, path_str: str, mtime_ns: int) -> dict[str, np.ndarray]:
 
 def read_arrays(name: str, data_dir_: str | os.PathLike | None = None) -> dict[str, np.ndarray]:
     """The checked arrays of a fetched dataset (read-only; cached per path and modification time)."""
-    path = data_dir(data_dir_) / f"{name}.npz"
+    path = paths.data_dir(data_dir_) / f"{name}.npz"
     if not path.is_file():
         raise DatasetNotFetched(name, path)
     return _read(name, str(path.resolve()), path.stat().st_mtime_ns)
@@ -497,7 +479,7 @@ def load_packaged(
         "classes": list(spec.classes),
         "indices": keep.tolist(),
         "value_range": (0.0, 1.0),
-        "options": {"size": size, "channels": channels, "resize": mode, "data_dir": str(data_dir(o["data_dir"]))},
+        "options": {"size": size, "channels": channels, "resize": mode, "data_dir": str(paths.data_dir(o["data_dir"]))},
         "source": spec.source,
         "licence": spec.licence,
         "sha256": sha,

@@ -16,6 +16,7 @@ from maelab import papers
 
 from .. import store
 from .._validate import ParameterError
+from ..profiles import COMMITTED_PROFILES
 from ._common import PACK_DIR, DeviceError
 
 
@@ -24,13 +25,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("pack", help="fill the carried folder (here)")
     p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
-    p.add_argument("--profile", default="gpu", choices=("gpu", "cpu"))
+    p.add_argument("--profile", default="gpu", choices=COMMITTED_PROFILES)
     p.add_argument("--out", type=Path, default=None, help=f"the carried folder (default {PACK_DIR}/)")
     p.add_argument("--datasets", nargs="*", default=None, help="fetched datasets to carry (default: all named)")
     p.add_argument("--no-wheels", action="store_true", help="carry no wheels (a dry run here needs none)")
     r = sub.add_parser("run", help="compute pending results until the budget, archive them (on the lent machine)")
     r.add_argument("notebooks", nargs="*", metavar="NOTEBOOK", help="default: the pack's, in its order")
-    r.add_argument("--profile", default="gpu", choices=("gpu", "cpu"))
+    r.add_argument("--profile", default="gpu", choices=COMMITTED_PROFILES)
     r.add_argument("--budget-min", type=float, default=8.0, help="minutes of computing (default 8)")
     r.add_argument("--out", type=Path, required=True, help="folder for the archive and its log")
     r.add_argument("--pack", type=Path, default=None, help=f"the carried folder (default {PACK_DIR}/)")
@@ -43,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--iters", type=int, default=None, help="steps per timed epoch (default 30)")
     c.add_argument("--results-dir", type=Path, default=None, help="results root (default data/results)")
     g = sub.add_parser("progress", help="per notebook: results stored, complete or not, minutes left")
-    g.add_argument("--profile", default="gpu", choices=("gpu", "cpu"))
+    g.add_argument("--profile", default="gpu", choices=COMMITTED_PROFILES)
     g.add_argument("--only", nargs="*", default=None)
     g.add_argument("--results-dir", type=Path, default=None)
     return ap

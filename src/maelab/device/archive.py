@@ -39,6 +39,7 @@ import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .. import paths
 from ._common import ARCHIVE_FORMAT, SAFE_FILE, SAFE_FOLDER, DeviceError, sha256_bytes, sha256_file
 
 MAX_BYTES = 1 << 30  # an archive never unpacks to more than this (the lent machine returns at most 64 MiB)
@@ -245,11 +246,11 @@ def import_archive(
     from .. import store
 
     path = Path(path)
-    repo = Path(repo) if repo is not None else store.repo_root()
+    repo = Path(repo) if repo is not None else paths.repo_root()
     root = Path(root) if root is not None else store.results_root(None)
     manifest, members = _read_zip(path)
     _check_commit(path, manifest["pack"]["commit"], repo)
-    _check_target(path, manifest, root, repo / "data" / "results", allow_dirty)
+    _check_target(path, manifest, root, paths.committed_results(repo), allow_dirty)
     stage = Path(tempfile.mkdtemp(prefix="maelab-import-"))
     try:
         for name, b in members.items():

@@ -22,6 +22,7 @@ import math
 import time
 from pathlib import Path
 
+from .. import paths
 from .._validate import ParameterError, positive_int
 
 ITERS = 30  # optimiser steps per timed epoch on a GPU
@@ -111,7 +112,7 @@ def calibrate(
     from .._util import device_name, resolve_device
 
     dev = resolve_device(device)
-    committed = (store.repo_root() / "data" / "results").resolve()
+    committed = paths.committed_results().resolve()
     root = Path(root) if root is not None else committed
     if dev.type != "cuda" and (not allow_cpu or root.resolve() == committed):
         raise ParameterError("device", f"a CUDA device to store a GPU calibration under {root}", str(dev))

@@ -36,8 +36,9 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .._util import cache_root
+from .. import paths
 from .._validate import ParameterError, folder_path, one_of
+from ..profiles import COMMITTED_PROFILES
 from ._common import (
     LIMIT_BYTES,
     PACK_DIR,
@@ -51,12 +52,7 @@ from ._common import (
 #: Packages the run imports that the lent machine's image lacks (KINDS.md's list): wheels travel in the pack.
 WHEELS = ("piq",)
 DEVICE_PYTHON = "3.12"  # the lent machine's Python (the wheels are chosen for it)
-PROFILES = ("gpu", "cpu")  # what a pack may compute (smoke results never leave this machine)
 XZ_PRESET = 9 | lzma.PRESET_EXTREME
-
-
-def _cache(repo: Path) -> Path:
-    return cache_root(repo) / "device"
 
 
 # ----------------------------------------------------------------------------------------------- notebooks
@@ -115,7 +111,7 @@ def compressed_dataset(name: str, repo: Path, log=print) -> Path:
 
     arrays = packaged.read_arrays(name)  # DatasetNotFetched: one line naming the fetch command
     sha = str(arrays["sha256"])
-    out = _cache(repo) / "datasets" / f"{name}-{sha[:12]}.npz.xz"
+    out = paths.cache_dir("device", repo) / "datasets" / f"{name}-{sha[:12]}.npz.xz"
     if out.is_file():
         return out
     log(f"[pack] {name}: compressing for the trip (once; cached in {out.parent})")
@@ -138,7 +134,7 @@ def pinned_version(name: str, repo: Path) -> str:
 
 def wheel(name: str, version: str, repo: Path, log=print) -> Path:
     """The cached wheel of ``name==version`` for Python 3.12 on x86-64 Linux, downloaded once with pip."""
-    folder = _cache(repo) / "wheels"
+    folder = paths.cache_dir("device", repo) / "wheels"
     stem = name.replace("-", "_")
     found = sorted(folder.glob(f"{stem}-{version}-*.whl"))
     if found:
@@ -237,8 +233,8 @@ def pack(
     from .. import store
     from ..data import packaged
 
-    repo = Path(repo) if repo is not None else store.repo_root()
-    one_of("profile", profile, PROFILES)
+    repo = Path(repo) if repo is not None else paths.repo_root()
+    one_of("profile", profile, COMMITTED_PROFILES)  # smoke results never leave this machine
     allowed = computing_notebooks(repo)
     if not notebooks:
         raise ParameterError("notebooks", "one or more of " + ", ".join(allowed), notebooks)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import paths
+from ..profiles import COMMITTED_PROFILES
+
 
 def _records(root: Path, notebook: str, profile: str) -> tuple[list, int]:
     """(stored results of ``profile`` in the notebook's folder that verify, claims left out; how many do not)."""
@@ -92,11 +95,11 @@ def progress(
     folder and those of other folders its claims record cites (the shared zoo's entries of a zoo-reading page)."""
     import pandas as pd
 
-    from .. import cost, store
+    from .. import cost
     from .._validate import one_of
 
-    one_of("profile", profile, ("gpu", "cpu"))
-    root = Path(root) if root is not None else store.repo_root() / "data" / "results"
+    one_of("profile", profile, COMMITTED_PROFILES)
+    root = Path(root) if root is not None else paths.committed_results()
     plans = cost.notebook_plans(profile) if plans is None else plans
     if device is None:
         device = cost.gpu_device(root) if profile == "gpu" else cost.cpu_device()

@@ -45,6 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .. import paths
 from .._validate import ParameterError, folder_path, one_of
 from ..options import DryRunLimits, RunOptions
 from ..registry import installed
@@ -227,17 +228,15 @@ def _records_asked(log_path: Path) -> list[dict]:
 # ----------------------------------------------------------------------------------------------- run
 def _env(src: Path, data: Path) -> dict:
     """The children's environment: this one, with the code on ``PYTHONPATH``, unbuffered output, matplotlib's Agg
-    backend and the carried datasets as the data dir (``MAELAB_DATA_DIR``, :func:`maelab.data.packaged.data_dir`).
+    backend and the carried datasets as the data dir (``MAELAB_DATA_DIR``, :func:`maelab.paths.data_dir`).
     Everything else a child needs travels in its run options."""
-    from ..data.packaged import DATA_DIR_ENV
-
     env = dict(os.environ)
     env.update(
         {
             "PYTHONPATH": os.pathsep.join([str(src), *filter(None, [os.environ.get("PYTHONPATH")])]),
             "PYTHONUNBUFFERED": "1",
             "MPLBACKEND": "Agg",
-            DATA_DIR_ENV: str(data),
+            paths.DATA_DIR_ENV: str(data),
         }
     )
     return env
@@ -306,7 +305,7 @@ def run(
     from .. import store
     from .archive import write_archive
 
-    repo = Path(repo) if repo is not None else store.repo_root()
+    repo = Path(repo) if repo is not None else paths.repo_root()
     pack_dir = Path(pack_dir) if pack_dir is not None else repo / PACK_DIR
     if calibrate and profile != "gpu":
         raise ParameterError("--calibrate", "used with --profile gpu (a calibration is the gpu plan's)", profile)

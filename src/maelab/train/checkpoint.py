@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .._util import atomic_path, cache_root, state_dict_mismatch
+from .. import paths
+from .._util import atomic_path, state_dict_mismatch
 from .._validate import ParameterError
 from ..models import MODEL_OPTIONS
 from ..options import DryRunLimits
@@ -188,20 +189,20 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
 
 
 def default_checkpoint_dir(name: str, caps: DryRunLimits | None = None) -> Path:
-    """``<cache>/checkpoints/<name>`` (``<cache>``: ``maelab._util.cache_root``, ``$MAELAB_CACHE`` or
+    """``<cache>/checkpoints/<name>`` (``<cache>``: :func:`maelab.paths.cache_root`, ``$MAELAB_CACHE`` or
     ``<repo>/.cache``); in a dry run (``caps``: its :class:`maelab.options.DryRunLimits`)
     ``<caps.scratch_dir>/checkpoints/<name>``: a dry run never writes into (or resumes from) the real checkpoint
     cache, whose capped checkpoints a real run would otherwise resume as finished.
 
-    ``<repo>`` is the source checkout holding ``pyproject.toml`` (editable install), else the current directory.
-    The folder is not created here.
+    ``<repo>``: :func:`maelab.paths.repo_root`. The folder is not created here.
     """
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-]*", name) or ".." in name:
         raise ParameterError("name", "a non-empty name of letters, digits, '.', '_', '-' (no path separators)", name)
     if caps is not None and not isinstance(caps, DryRunLimits):
         raise ParameterError("caps", "None or a maelab.options.DryRunLimits", type(caps).__name__)
-    root = caps.scratch_dir if caps is not None else cache_root()
-    return root / "checkpoints" / name
+    if caps is not None:
+        return caps.scratch_dir / "checkpoints" / name
+    return paths.cache_dir("checkpoints") / name
 
 
 def adopt_legacy_checkpoint(checkpoint_dir: str | os.PathLike, model: torch.nn.Module) -> bool:
