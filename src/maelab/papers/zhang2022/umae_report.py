@@ -22,6 +22,7 @@ from maelab import experiments, metrics, models
 from maelab._validate import ParameterError
 from maelab.options import DryRunLimits
 
+from . import regime as rg
 from . import umae as ua
 from .settings import ZhangUMAESettings
 
@@ -383,11 +384,10 @@ def regime_summary(RS: Any, reg: Mapping, throughput: Any, profile: str) -> tupl
     """What ``zhang_regime``'s stored curves (``reg``: ``{seed: result or None}``, ``RS``: its settings of
     ``profile``) say about reaching a learned MAE on the cpu budget: the per-seed extrapolation table
     (:func:`maelab.papers.zhang2022.regime.margin_extrapolation`) and the page's sentence, which sets the images
-    every seed needs against the images the budget trains per run (:func:`~maelab.papers.zhang2022.regime.
-    affordable_images`) at the trainer's logged throughput. ``(None, why)`` when a result is missing (``reg``'s or
-    the regime's ``throughput``, read only to tell that the regime page ran)."""
-    from . import regime as rg
-
+    every seed needs against the images the budget trains per run
+    (:func:`maelab.papers.zhang2022.regime.affordable_images`) at the trainer's logged throughput.
+    ``(None, why)`` when a result is missing (``reg``'s or the regime's ``throughput``, read only to tell that the
+    regime page ran)."""
     if throughput is None or not reg or any(r is None for r in reg.values()):
         return None, (
             f"`zhang_regime`'s {profile} results are not stored (this page was run without it), so there "
