@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from maelab import experiments, models
+from maelab import experiments, models, profiles
 from maelab._validate import ParameterError
 from maelab.options import DryRunLimits
 
@@ -383,8 +383,6 @@ def learning_checks(key_checks: dict, grid_checks: Sequence, pm_checks: dict) ->
 def gpu_scale() -> dict[str, Any]:
     """The scale of the ``gpu`` profile the page's closing section names: model size, deepest encoder, epochs and
     training images (read from its settings, never typed)."""
-    from maelab import profiles
-
     gpu = profiles.settings("bisulco_sweeps", "gpu")
     return {
         "gpu_size": gpu.size,
