@@ -139,3 +139,15 @@ def test_looks_counts_the_second_analysis_once_seeds_go_beyond_the_first():
     for bad in ([], None, ["a"]):
         with pytest.raises(ParameterError, match="^seeds"):
             zoo.looks(bad)
+
+
+def test_measured_keeps_the_entries_and_cuts_the_seeds_to_those_measured():
+    S = zoo.ZooSettings.for_profile("cpu")
+    M = zoo.measured(S)
+    assert M.seeds == tuple(S.measured_seeds) and set(M.seeds) < set(S.seeds)
+    # the same entries at the measured seeds: their store keys are the zoo's own
+    assert zoo.fingerprint(M) == {k: v for k, v in zoo.fingerprint(S).items() if int(k.rsplit("_s", 1)[1]) in M.seeds}
+    with pytest.raises(ParameterError, match="^measured_seeds"):
+        zoo.ZooSettings.for_profile("cpu", measured_seeds=[0, 9])
+    with pytest.raises(ParameterError, match="^measured_seeds"):
+        zoo.ZooSettings.for_profile("cpu", measured_seeds=[])

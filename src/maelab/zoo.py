@@ -74,6 +74,7 @@ __all__ = [
     "FIRST_LOOK_SEEDS",
     "ZooSettings",
     "looks",
+    "measured",
     "configs",
     "label",
     "entry_name",
@@ -140,6 +141,7 @@ class ZooSettings(NotebookSettings):
         "mask_ratios": [0.1, 0.75, 0.9],
         "units": [1, 2],
         "seeds": [0, 1],
+        "measured_seeds": [0, 1],
         "n_train": 256,
         "n_test": 64,
         "epochs": 1,
@@ -169,6 +171,11 @@ class ZooSettings(NotebookSettings):
     unit_ratio: float = setting(0.75, "mask ratio of the masking-unit entries (the official default)", is_ratio())
     seeds: tuple = setting(
         [0, 1, 2, 3, 4, 5], "pre-training seeds (>= 2 for paired claims; see looks)", is_list(is_int(0))
+    )
+    measured_seeds: tuple = setting(
+        [0, 1, 2],
+        "seeds whose checkpoints the pages' own measurements read (Jacobians, attention, ink; see measured)",
+        is_list(is_int(0)),
     )
     n_train: int = setting(30000, "training images (data seed 0), also the probes' training set", is_int(2))
     n_test: int = setting(10000, "held-out test images of the probes", is_int(2))
@@ -214,6 +221,23 @@ class ZooSettings(NotebookSettings):
             raise ParameterError("mask_ratios", f"ratios that keep >= 1 of the {g * g} tokens", self.mask_ratios)
         if self.batch_size > self.n_train:
             raise ParameterError("batch_size", f"at most n_train={self.n_train}", self.batch_size)
+        if not self.measured_seeds or not set(self.measured_seeds) <= set(self.seeds):
+            raise ParameterError(
+                "measured_seeds", f"a non-empty subset of seeds {list(self.seeds)}", self.measured_seeds
+            )
+
+
+def measured(S: ZooSettings) -> ZooSettings:
+    """``S`` with its seeds cut to ``S.measured_seeds``: the zoo whose checkpoints a page's own measurements read
+    (masked-pixel Jacobians, attention, ink silhouettes), as opposed to the stored entry records (probes, ranks,
+    reconstruction scores, losses) that every seed has. Why two seed lists: those measurements need each model's
+    checkpoint, a gitignored cache; seeds 0-2 were measured while their checkpoints existed, and the cache was lost
+    after seeds 3-5 were trained and stored but before they were measured, so those rows stay at the first look's
+    seeds until the checkpoints are re-made (:func:`trained_model` re-trains a missing one; same seed, same numbers
+    on one machine). A page passes ``measured(S)`` to :func:`fingerprint` and :func:`trained_model` there."""
+    import dataclasses
+
+    return dataclasses.replace(S, seeds=tuple(S.measured_seeds))
 
 
 def looks(seeds) -> int:

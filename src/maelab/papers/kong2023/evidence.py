@@ -360,7 +360,14 @@ def representation_rows(rows, settings) -> tuple[dict[str, Evidence], tuple[Reco
 
 # ------------------------------------------------------------------- kong_representations on the shared zoo
 def zoo_representation_rows(
-    entries, marks, mask_ratios: Sequence[float], unit_ratio: float, seeds: Sequence[int], loss_margin: float
+    entries,
+    marks,
+    mask_ratios: Sequence[float],
+    unit_ratio: float,
+    seeds: Sequence[int],
+    loss_margin: float,
+    *,
+    mark_seeds: Sequence[int] | None = None,
 ) -> tuple[dict[str, Evidence], tuple[ReconstructionCheck, ...]]:
     """The four representation rows decided on the shared zoo (:mod:`maelab.zoo`): Table 1's probe gaps
     (``kong.tab1_probe_075_010``, ``_075_090``: the [CLS] linear probe of the zoo records, ``linear_acc_cls``, the
@@ -373,14 +380,17 @@ def zoo_representation_rows(
     :func:`maelab.zoo.reconstruction_checks` of the compared models (lowest ratio, ``unit_ratio``, highest ratio,
     unit 1) against random init and the patch-mean predictor with ``loss_margin``. ``entries``: the zoo's entries frame
     (:func:`maelab.zoo.load_entries`); ``marks``: one row per (model, seed) with ``attn_mass`` and
-    ``token_balanced_acc`` (:func:`.representations.ink_silhouette_row`). Every row carries the zoo's looks at
-    ``seeds`` (:func:`maelab.zoo.looks`)."""
+    ``token_balanced_acc`` (:func:`.representations.ink_silhouette_row`). The probe rows read ``seeds``, the
+    ``marks`` rows ``mark_seeds`` (default ``seeds``: the seeds whose checkpoints were measured,
+    :func:`maelab.zoo.measured`); each row carries the zoo's looks at its seeds (:func:`maelab.zoo.looks`), and
+    the gate covers the compared models at every seed either reads."""
     lab = [f"r{r:g} u1" for r in (min(mask_ratios), unit_ratio, max(mask_ratios))]
     lo, mid, hi = lab
     seeds = list(seeds)
-    compared = entries[entries.model.isin(lab)]
+    mseeds = seeds if mark_seeds is None else [int(x) for x in mark_seeds]
+    compared = entries[entries.model.isin(lab) & entries.seed.isin(set(seeds) | set(mseeds))]
     checks = reconstruction_checks(compared, loss_margin)
-    u, lk = unmet_of(*checks), looks(seeds)
+    u, lk, mlk = unmet_of(*checks), looks(seeds), looks(mseeds)
     return {
         "kong.tab1_probe_075_010": Evidence.from_samples(
             paired_gap(entries, "linear_acc_cls", [mid], [lo], seeds),
@@ -395,15 +405,15 @@ def zoo_representation_rows(
             looks=lk,
         ),
         "kong.fig6_cls_silhouette": Evidence.from_samples(
-            paired_gap(marks, "attn_mass", [mid], [lo, hi], seeds),
+            paired_gap(marks, "attn_mass", [mid], [lo, hi], mseeds),
             note="attention on the ink, MNIST zoo",
             unmet=u,
-            looks=lk,
+            looks=mlk,
         ),
         "kong.tab3_token_silhouette": Evidence.from_samples(
-            paired_gap(marks, "token_balanced_acc", [mid], [lo], seeds),
+            paired_gap(marks, "token_balanced_acc", [mid], [lo], mseeds),
             note="balanced token accuracy, MNIST zoo",
             unmet=u,
-            looks=lk,
+            looks=mlk,
         ),
     }, checks

@@ -44,10 +44,12 @@ def _spearman_per_seed(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def synthesis_rows(
-    entries, geometry, mask_ratios, units, unit_ratio: float, seeds, loss_margin: float
+    entries, geometry, mask_ratios, units, unit_ratio: float, seeds, loss_margin: float, *, geometry_seeds=None
 ) -> tuple[dict[str, Evidence], tuple[ReconstructionCheck, ...]]:
     """Every row of the synthesis page and the checks that gate them (see the module docstring and
-    :mod:`maelab.papers.synthesis.claims` for what each row says)."""
+    :mod:`maelab.papers.synthesis.claims` for what each row says). The rows of the zoo records read ``seeds``;
+    the ``geometry`` rows read ``geometry_seeds`` (default ``seeds``: the seeds whose checkpoints were measured,
+    :func:`maelab.zoo.measured`), each at the zoo's looks at its own seeds."""
     ratios = [float(r) for r in mask_ratios]
     ratio_models = [f"r{r:g} u1" for r in ratios]
     unit_models = [f"r{unit_ratio:g} u{u}" for u in units]
@@ -96,6 +98,8 @@ def synthesis_rows(
             ("synth.jacobian_spread_ratio", "jac_spread", "pixels, common masks"),
             ("synth.attention_distance_ratio", "attn_distance", "tokens, last layer"),
         ):
-            y = per_seed(geometry, col, ratio_models, seeds)
-            rows[cid] = Evidence.from_series(ratios, y, note=f"{what}, {note}", unmet=u_ratio, paired=True, looks=lk)
+            gseeds = seeds if geometry_seeds is None else list(geometry_seeds)
+            y = per_seed(geometry, col, ratio_models, gseeds)
+            gnote = f"{what}, {len(gseeds)} seeds, unit 1"
+            rows[cid] = Evidence.from_series(ratios, y, note=gnote, unmet=u_ratio, paired=True, looks=looks(gseeds))
     return rows, checks
