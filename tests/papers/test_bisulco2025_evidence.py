@@ -430,7 +430,11 @@ def _same(got: dict, notebook: str, profile: str = "cpu") -> dict:
         old, new = rec[cid]["evidence"], e.to_dict()
         assert set(new) == set(old), cid
         for k, v in old.items():
-            if isinstance(v, list):
+            if isinstance(v, list) and v and isinstance(v[0], list):  # per-seed series (y_samples)
+                assert len(new[k]) == len(v), (cid, k)
+                for a, b in zip(new[k], v):
+                    assert a == pytest.approx(b, rel=1e-9, abs=1e-15), (cid, k)
+            elif isinstance(v, list):
                 assert new[k] == pytest.approx(v, rel=1e-9, abs=1e-15), (cid, k)
             elif isinstance(v, float):
                 assert new[k] == pytest.approx(v, rel=1e-9, abs=1e-15), (cid, k)
@@ -489,8 +493,9 @@ def test_jacobians_reproduces_its_committed_claims():
     ae = runs(0.0, P0)
     checks = ev.reconstruction_checks(by_m, by_p, ae, _load(nb, "trivial_loss")["loss"], M0, P0)
     ZS = zoo.ZooSettings.for_profile("cpu")
+    ZM = zoo.measured(ZS)  # the Jacobians are those of the measured seeds' checkpoints
     zoo_row, _ = ev.zoo_spread_evidence(
-        _load(nb, "zoo_jacobians")["spreads"], zoo.load_entries(ZS, "cpu")["entries"], ZS.mask_ratios, ZS.seeds
+        _load(nb, "zoo_jacobians")["spreads"], zoo.load_entries(ZS, "cpu")["entries"], ZS.mask_ratios, ZM.seeds
     )
     got = {
         **ev.linear_spread_evidence(nat, S),
@@ -500,7 +505,7 @@ def test_jacobians_reproduces_its_committed_claims():
     y_n = _same(got, nb)
     assert y_n["bisulco.jac_linear_spread_vs_m"] == (len(S.lin_seeds),) * len(S.lin_mask_ratios)
     assert y_n["bisulco.jac_mae_spread_vs_p"] == (S.n_images,) * len(by_p)  # one training seed: over test images
-    assert y_n["bisulco.jac_mae_spread_vs_m"] == (len(ZS.seeds),) * len(ZS.mask_ratios)  # the zoo: over seeds
+    assert y_n["bisulco.jac_mae_spread_vs_m"] == (len(ZM.seeds),) * len(ZS.mask_ratios)  # the zoo: over seeds
 
 
 def test_sweeps_reproduces_its_committed_claims():

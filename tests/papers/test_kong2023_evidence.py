@@ -398,6 +398,7 @@ def test_representations_page_reproduces_its_committed_claims_record():
         ZS.unit_ratio,
         ZS.seeds,
         S.loss_margin,
+        mark_seeds=zoo.measured(ZS).seeds,  # the ink marks: the measured seeds' checkpoints
     )
     shapes_rows = set(got) - set(zev)
     got.update(zev)
