@@ -21,7 +21,7 @@ def test_grid_names_and_specs():
     assert (s1.dataset, s1.img_size, s1.channels, s1.mask_ratio) == ("mnist", 32, 1, 0.75)
     assert S.grid_side == 8
     jobs = list(zoo._jobs(S))
-    assert len(jobs) == 3 * (1 + 7) + 1 and jobs[-1][0] == "raw"
+    assert len(jobs) == 6 * (1 + 7) + 1 and jobs[-1][0] == "raw"  # six seeds
     names = [zoo._job_key(S, j)[0] for j in jobs]
     assert len(set(names)) == len(names)
     with pytest.raises(ParameterError, match=r"^ratio, unit must be a pair of the zoo"):
@@ -147,7 +147,9 @@ def test_measured_keeps_the_entries_and_cuts_the_seeds_to_those_measured():
     assert M.seeds == tuple(S.measured_seeds) and set(M.seeds) < set(S.seeds)
     # the same entries at the measured seeds: their store keys are the zoo's own
     assert zoo.fingerprint(M) == {k: v for k, v in zoo.fingerprint(S).items() if int(k.rsplit("_s", 1)[1]) in M.seeds}
-    with pytest.raises(ParameterError, match="^measured_seeds"):
-        zoo.ZooSettings.for_profile("cpu", measured_seeds=[0, 9])
-    with pytest.raises(ParameterError, match="^measured_seeds"):
-        zoo.ZooSettings.for_profile("cpu", measured_seeds=[])
+    # a page that overrides its seeds alone measures the ones it shares with measured_seeds
+    assert zoo.measured(zoo.ZooSettings.for_profile("cpu", seeds=[2, 4, 0])).seeds == (2, 0)
+    assert zoo.measured(zoo.ZooSettings.for_profile("cpu", measured_seeds=[0, 9])).seeds == (0,)
+    for bad in ([9], []):
+        with pytest.raises(ParameterError, match="^measured_seeds"):
+            zoo.ZooSettings.for_profile("cpu", measured_seeds=bad)

@@ -8,7 +8,7 @@
   checks on any CPU that they run.
 
 Each profile is one :class:`Profile` record (name, rank, budget, description, target, whether its results are
-committed) in :data:`PROFILES`; every list of profile names is derived from that tuple (:data:`PROFILE_NAMES`,
+committed) in ``PROFILES``; every list of profile names is derived from that tuple (:data:`PROFILE_NAMES`,
 :data:`PROFILE_ORDER` best first, :data:`COMMITTED_PROFILES`).
 
 A notebook's settings are a frozen dataclass in its paper package (``maelab/papers/<paper>/settings.py``, which
@@ -53,7 +53,7 @@ from .registry import PaperRegistry, installed
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """One run profile, the one record every list of profiles is derived from (:data:`PROFILES`).
+    """One run profile, the one record every list of profiles is derived from (``PROFILES``).
 
     Attributes:
         name: "smoke" | "cpu" | "gpu", the name in record files (``<name>.<profile>.json``) and on command lines.
@@ -63,7 +63,7 @@ class Profile:
         description: one line for people.
         target: the machine it is sized for.
         committed: its results are kept: stored under the committed ``data/results``, computed on the lent GPU
-            machine (:mod:`maelab.device`), planned in stored plan tables. False (smoke): they stay in the gitignored
+            machine (``maelab.device``), planned in stored plan tables. False (smoke): they stay in the gitignored
             ``.cache/results-smoke`` (:func:`maelab.paths.smoke_results`) and never leave this machine.
     """
 
@@ -101,11 +101,11 @@ PROFILES: tuple[Profile, ...] = (
         committed=True,
     ),
 )
-#: the profile names, cheapest first (as pages and command lines list them)
+#: The profile names, cheapest first, as pages and command lines list them.
 PROFILE_NAMES = tuple(p.name for p in PROFILES)
-#: best first (by rank): the book shows, for each result, the best profile that has it
+#: The profile names, best first by rank. The book shows, for each result, the best profile that has it.
 PROFILE_ORDER = tuple(p.name for p in sorted(PROFILES, key=lambda p: p.rank))
-#: the profiles whose results are committed, best first: what the lent GPU machine may compute
+#: The profiles whose results are committed, best first. What the lent GPU machine may compute.
 COMMITTED_PROFILES = tuple(p.name for p in sorted(PROFILES, key=lambda p: p.rank) if p.committed)
 
 

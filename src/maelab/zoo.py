@@ -221,23 +221,22 @@ class ZooSettings(NotebookSettings):
             raise ParameterError("mask_ratios", f"ratios that keep >= 1 of the {g * g} tokens", self.mask_ratios)
         if self.batch_size > self.n_train:
             raise ParameterError("batch_size", f"at most n_train={self.n_train}", self.batch_size)
-        if not self.measured_seeds or not set(self.measured_seeds) <= set(self.seeds):
-            raise ParameterError(
-                "measured_seeds", f"a non-empty subset of seeds {list(self.seeds)}", self.measured_seeds
-            )
+        if not set(self.measured_seeds) & set(self.seeds):
+            raise ParameterError("measured_seeds", f"seeds shared with seeds {list(self.seeds)}", self.measured_seeds)
 
 
 def measured(S: ZooSettings) -> ZooSettings:
-    """``S`` with its seeds cut to ``S.measured_seeds``: the zoo whose checkpoints a page's own measurements read
-    (masked-pixel Jacobians, attention, ink silhouettes), as opposed to the stored entry records (probes, ranks,
-    reconstruction scores, losses) that every seed has. Why two seed lists: those measurements need each model's
-    checkpoint, a gitignored cache; seeds 0-2 were measured while their checkpoints existed, and the cache was lost
-    after seeds 3-5 were trained and stored but before they were measured, so those rows stay at the first look's
-    seeds until the checkpoints are re-made (:func:`trained_model` re-trains a missing one; same seed, same numbers
-    on one machine). A page passes ``measured(S)`` to :func:`fingerprint` and :func:`trained_model` there."""
+    """``S`` with its seeds cut to those also in ``S.measured_seeds`` (in ``S.seeds`` order): the zoo whose
+    checkpoints a page's own measurements read (masked-pixel Jacobians, attention, ink silhouettes), as opposed to
+    the stored entry records (probes, ranks, reconstruction scores, losses) that every seed has. Why two seed lists:
+    those measurements need each model's checkpoint, a gitignored cache; seeds 0-2 were measured while their
+    checkpoints existed, and the cache was lost after seeds 3-5 were trained and stored but before they were
+    measured, so those rows stay at the first look's seeds until the checkpoints are re-made (:func:`trained_model`
+    re-trains a missing one; same seed, same numbers on one machine). A page passes ``measured(S)`` to
+    :func:`fingerprint` and :func:`trained_model` there."""
     import dataclasses
 
-    return dataclasses.replace(S, seeds=tuple(S.measured_seeds))
+    return dataclasses.replace(S, seeds=tuple(s for s in S.seeds if s in set(S.measured_seeds)))
 
 
 def looks(seeds) -> int:

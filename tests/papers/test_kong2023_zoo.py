@@ -82,7 +82,8 @@ def test_plans_count_the_zoo_once_per_seed():
     runs = plan.plans("cpu")
     S = profiles.settings("kong_reconstruction", "cpu")
     rec = runs["kong_reconstruction"]
-    assert [r.repeats for r in rec] == [3] * 7 and {r.mask_ratio for r in rec} == set(S.mask_ratios)
+    assert [r.repeats for r in rec] == [len(S.seeds)] * 7 and {r.mask_ratio for r in rec} == set(S.mask_ratios)
+    assert len(S.seeds) == 6
     assert all(r.steps == S.epochs * (S.n_train // S.batch_size) for r in rec)
     *train, rep = runs["kong_representations"]  # its own shapes zoo, then the frozen-encoder passes
     R = profiles.settings("kong_representations", "cpu")

@@ -20,7 +20,7 @@ from maelab._validate import ParameterError, in_range
 
 from .settings import MaskingSettings
 
-#: the cut-off of the "high-frequency" power, in cycles per pixel (|k| above it)
+#: The cut-off of the "high-frequency" power, in cycles per pixel (frequencies of modulus ``|k|`` above it).
 CUTOFF = 0.25
 
 

@@ -24,14 +24,14 @@ from maelab.options import DryRunLimits
 from . import regime as rg
 from .settings import ZhangRegime
 
-#: the metrics of the gain table: (column of ``curves``, the page's name)
+#: The metrics of the gain table, as pairs of a column of ``curves`` and the page's name for it.
 GAIN_METRICS = (
     ("linear_acc", "linear probe, [CLS]"),
     ("linear_acc_mean", "linear probe, mean of patches"),
     ("knn_acc", "20-NN, [CLS]"),
     ("knn_acc_mean", "20-NN, mean of patches"),
 )
-#: the metrics of the U-MAE - MAE table: (column, title, scale: 100 for accuracies in points)
+#: The metrics of the U-MAE - MAE table, as triples of a column, a title and a scale (100 for accuracies in points).
 GAP_METRICS = (
     ("linear_acc", "probe [CLS]", 100),
     ("linear_acc_mean", "probe mean", 100),
@@ -274,7 +274,8 @@ def _gap(d: np.ndarray, digits: int = 1) -> str:
 
 def gap_table(curves: pd.DataFrame, variants: Mapping) -> pd.DataFrame:
     """U-MAE - MAE per snapshot, paired by seed: mean ± standard deviation over seeds of each metric of
-    :data:`GAP_METRICS` (accuracies in points, the rank in dimensions). ``variants``: :func:`regime.variants`."""
+    :data:`GAP_METRICS` (accuracies in points, the rank in dimensions). ``variants``:
+    ``maelab.papers.zhang2022.regime.variants``."""
     _curves(curves, *(m for m, _, _ in GAP_METRICS))
     rows = []
     for (epoch, images), g in _paired(curves, variants).groupby([("epoch", ""), ("images_seen", "")]):

@@ -26,7 +26,7 @@ from . import regime as rg
 from . import umae as ua
 from .settings import ZhangUMAESettings
 
-#: the columns of the accuracy table: (metric of compare's ``runs``, title)
+#: The columns of the accuracy table, as pairs of a metric of compare's ``runs`` and its title.
 ACCURACY_COLUMNS = {
     "linear_acc": "linear probe, [CLS]",
     "linear_acc_mean": "linear probe, mean of patches",
@@ -62,7 +62,7 @@ def rank_epochs(S: ZhangUMAESettings, dataset: str) -> list[int]:
 
 
 def umae_fields(S: ZhangUMAESettings, dataset: str, lam: float, **extra: Any) -> dict[str, Any]:
-    """U-MAE's PretrainSpec fields on ``dataset``: :func:`maelab.papers.zhang2022.umae.base_spec`'s model overrides
+    """U-MAE's PretrainSpec fields on ``dataset``: ``maelab.papers.zhang2022.umae.base_spec``'s model overrides
     plus ``lambda_unif = lam`` and ``extra`` overrides."""
     over = {**dict(ua.base_spec(_settings(S), dataset).model_overrides), "lambda_unif": lam, **extra}
     return {"model": "umae", "model_overrides": tuple(sorted(over.items()))}
