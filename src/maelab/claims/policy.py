@@ -21,8 +21,8 @@ POLICY = (
     f"decided by a test over seeds, with its precondition met), and the probability of one or more wrong verdicts "
     f"among them is at most {ALPHA:g} under any dependence between the rows. A row whose runs were extended after "
     f"a first analysis (more seeds added because that analysis was inconclusive) is tested at {ALPHA:g} / looks "
-    f"(its adjusted p must be below {ALPHA / 2:g} at the second of two looks: Bonferroni over the looks, so the "
-    f"decision to add runs cannot raise the error)"
+    f"(its adjusted p must be below {ALPHA / 2:g} at the second of two looks: Bonferroni over the looks, because "
+    f"the decision to add runs followed a look at the data)"
 )
 
 
