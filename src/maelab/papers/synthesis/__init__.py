@@ -3,7 +3,8 @@
 Not a paper: the cross-paper claims that the four papers' theories make about the *same* encoders, the shared zoo
 of :mod:`maelab.zoo`, decided by the same claims engine. Its measurements beyond the zoo records (the
 masked-pixel Jacobians of Bisulco et al. and the attention distance) are in :mod:`maelab.papers.synthesis.geometry`, its
-rows in :mod:`maelab.papers.synthesis.claims`, their evidence in :mod:`maelab.papers.synthesis.evidence`.
+rows in :mod:`maelab.papers.synthesis.claims`, their evidence in :mod:`maelab.papers.synthesis.evidence`, the page's
+run of the geometry, its tables and its figure in :mod:`maelab.papers.synthesis.report`.
 """
 
 from ...registry import Paper
