@@ -31,7 +31,7 @@ def _settings(S: Any) -> KongReconstructionSettings:
 
 def examples_config(S: KongReconstructionSettings) -> dict[str, Any]:
     """The config of the stored result ``example_originals``: the data of the zoo's first seed and how many of its
-    first test images the zoo stores reconstructions of (:data:`maelab.zoo.N_EXAMPLES`)."""
+    first test images the zoo stores reconstructions of (``maelab.zoo.N_EXAMPLES``)."""
     S = _settings(S)
     return {
         "what": "the first test images the zoo's stored examples reconstruct",

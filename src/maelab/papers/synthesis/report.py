@@ -21,6 +21,7 @@ from .geometry import geometry_row
 from .settings import SynthesisSettings
 
 __all__ = [
+    "ENCODER_COLUMNS",
     "geometry_config",
     "measure_geometry",
     "encoder_table",

@@ -41,8 +41,8 @@ __all__ = [
     "mechanism_text",
 ]
 
-#: The paper's linear-probe accuracies (ImageNet-100, ViT-B, %), per (method, setting) row of :func:`runs_table`:
-#: Table 3 (U-MAE against lambda), Table 2 (SimMIM, U-SimMIM) and §3.2 (MAE without masks).
+#: The paper's linear-probe accuracies in percent on ImageNet-100 with ViT-B, per (method, setting) row of
+#: :func:`runs_table`, from Table 3 (U-MAE against lambda), Table 2 (SimMIM, U-SimMIM) and §3.2 (MAE without masks).
 PAPER_TABLE = {
     ("U-MAE", "λ = 0 (MAE)"): 61.2,
     ("U-MAE", "λ = 0.001"): 65.9,

@@ -60,9 +60,9 @@ LABELS = {
     "vis_pos": "visible, same position",
     "zero_pos": "zero-filled, same position",
 }
-#: the main reading: the only one both literal ("every pair of patches") and able to give Fig. 2b's falling distances
+#: the main reading, the only one both literal ("every pair of patches") and able to give Fig. 2b's falling distances
 MAIN = "zero_all"
-#: the collapsed decoders' optimiser: Adam's learning rate and the batch size (part of the stored config)
+#: the learning rate and batch size of the collapsed decoders' optimiser (part of the stored config)
 COLLAPSE_LR, COLLAPSE_BATCH = 1e-3, 128
 
 
