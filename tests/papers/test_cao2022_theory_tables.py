@@ -88,7 +88,7 @@ def test_conditioning_tables_shape_and_recovery_pairs():
     assert len(rec) == 2 * S.tik_seeds and sorted(set(rec["beta"])) == [0.0, S.claim_beta]
 
 
-def test_selection_tables_rows():
+def test_selection_tables_rows(cache):
     S = profiles.settings("cao_theory", "smoke", lr_patch_sides=[4], lr_ranks=[1, 2], lr_images=2, lr_draws=2)
     out = T.selection_tables(S, seed=0)
     assert set(out["study"]["images"]) == {"natural", "synthetic"}
