@@ -87,6 +87,13 @@ def test_bad_input_is_one_line():
     S = profiles.settings("bisulco_jacobians", "smoke")
     with pytest.raises(ParameterError, match="^S must be"):
         jr.NonlinearRuns(FakeContext(), profiles.settings("bisulco_ising", "smoke"))
+    NL = jr.NonlinearRuns(FakeContext(), S)
+    with pytest.raises(ParameterError, match="^m must be"):
+        NL.config(1.0, 8, 0)
+    with pytest.raises(ParameterError, match="^p must be"):
+        NL.result(0.5, 5, 0)  # 5 does not divide img_size 32
+    with pytest.raises(ParameterError, match="^seed must be"):
+        NL.spec(0.5, 8, -1)
     with pytest.raises(ParameterError, match="^sweeps must be"):
         jr.sweep_table({"by_m": {}}, S)
     with pytest.raises(ParameterError, match="^seed must be"):

@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 
 from maelab import models, zoo
-from maelab._validate import ParameterError, positive_int
+from maelab._validate import ParameterError, divides, in_range, positive_int
 from maelab.experiments import PretrainSpec, load_data, pretrain
 
 from . import jacobians as J
@@ -92,8 +92,16 @@ class NonlinearRuns:
         self.ctx, self.S = ctx, _settings(S)
         self._data = None
 
+    def _check(self, m: float, p: int, seed: int) -> None:
+        """Bad (m, p, seed) fail here in one line, before any training (the values themselves are kept as given:
+        they are part of the stored config)."""
+        in_range("m", m, 0.0, 1.0, high_open=True)
+        divides("p", p, self.S.img_size, "img_size")
+        positive_int("seed", seed, minimum=0)
+
     def spec(self, m: float, p: int, seed: int, snapshots=()) -> PretrainSpec:
         """The pre-training spec of the MAE at mask ratio ``m`` (0: the AE), patch ``p``, training ``seed``."""
+        self._check(m, p, seed)
         S = self.S
         return PretrainSpec(
             dataset="natural",
@@ -153,6 +161,7 @@ class NonlinearRuns:
     def config(self, m: float, p: int, seed: int, snapshots=()) -> dict[str, Any]:
         """The config of one model's stored result: what :meth:`spec`, :meth:`data` and :func:`jacobian_stats` read,
         with the model choices in canonical form (legacy values absent)."""
+        self._check(m, p, seed)
         S = self.S
         return {
             "what": "masked-pixel Jacobians",
