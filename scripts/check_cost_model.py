@@ -55,7 +55,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from maelab import cost, models, papers, paths, profiles, store
+from maelab import cost, papers, paths, profiles, result_keys, store
 from maelab.cost.check import compare, summary, within
 from maelab.experiments import PretrainSpec
 
@@ -64,15 +64,15 @@ def _spec(d: dict) -> PretrainSpec:
     d = dict(d)
     d["data_options"] = tuple(sorted((d.get("data_options") or {}).items()))
     # a stored config lists the official-code choices in canonical form (absent: legacy): rebuild what was run
-    d["model_overrides"] = tuple(sorted(models.overrides_from_config(d.get("model_overrides")).items()))
+    d["model_overrides"] = tuple(sorted(result_keys.overrides_from_config(d.get("model_overrides")).items()))
     d["snapshot_epochs"] = tuple(d.get("snapshot_epochs") or ())
     return PretrainSpec(**d)
 
 
 def _choices(config: dict) -> tuple:
     """The official-code choices of a config that lists them at its top level (canonical form: absent = legacy)."""
-    listed = {k: config[k] for k in models.LEGACY_CHOICES if k in config}
-    return tuple(sorted(models.overrides_from_config(listed).items()))
+    listed = {k: config[k] for k in result_keys.LEGACY_CHOICES if k in config}
+    return tuple(sorted(result_keys.overrides_from_config(listed).items()))
 
 
 def _load(results: Path, nb: str, name: str) -> tuple[dict, dict[str, pd.DataFrame]]:

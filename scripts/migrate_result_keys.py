@@ -43,7 +43,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from maelab import book, papers, profiles, store
+from maelab import book, papers, profiles, result_keys, store
 from maelab._util import atomic_path
 from maelab.options import RunOptions
 
@@ -86,7 +86,7 @@ def check(request: dict, record: dict, rekeyed: dict[str, str]) -> str | None:
             return f"stored config key {k!r} = {v!r} is not in the request unchanged"
     if "settings" not in old:
         return "stored config has no 'settings' (not a pre-change record)"
-    current = store._canonical(profiles.settings(request["notebook"], request["profile"]).key_dict())
+    current = store._canonical(result_keys.settings_key(profiles.settings(request["notebook"], request["profile"])))
     if old["settings"] != current:
         diff = sorted(k for k in set(old["settings"]) | set(current) if old["settings"].get(k) != current.get(k))
         return f"computed with settings that differ from today's: {', '.join(diff)}"

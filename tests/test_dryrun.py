@@ -7,7 +7,7 @@ import nbformat
 import pytest
 import torch
 
-from maelab import book, paths, profiles, store
+from maelab import book, paths, profiles, result_keys, store
 from maelab._validate import ParameterError
 from maelab.options import DryRunLimits, cap
 from maelab.profiles import NotebookSettings, divides, is_int, is_list, notebook_settings, setting
@@ -116,7 +116,7 @@ def test_committed_plan_tables_match_todays_settings(profile):
     assert rec is not None, f"no plan table for {profile}: run python -m maelab.book plan --profile {profile} --write"
     listed = rec.provenance["config"]["notebook_settings"]
     for nb, values in listed.items():
-        assert values == store._canonical(profiles.settings(nb, profile).key_dict()), (
+        assert values == store._canonical(result_keys.settings_key(profiles.settings(nb, profile))), (
             f"{nb}'s {profile} settings changed since the plan table was written"
         )
     table = rec["table"]

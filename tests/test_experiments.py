@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from maelab import evaluate, metrics, models
+from maelab import evaluate, metrics, result_keys
 from maelab import experiments as E
 from maelab._validate import ParameterError
 
@@ -79,7 +79,7 @@ def test_spec_key_and_config_change_with_fields():
     a, b = _spec(), _spec(model_overrides=(("lambda_unif", 0.1),))
     assert a.key != b.key and a.to_config() != b.to_config()
     # the official-code choices of the (official) defaults are listed: tests/test_models.py checks the canonical form
-    assert b.to_config()["model_overrides"] == {"lambda_unif": 0.1, **models.OFFICIAL_CHOICES}
+    assert b.to_config()["model_overrides"] == {"lambda_unif": 0.1, **result_keys.OFFICIAL_CHOICES}
 
 
 @pytest.mark.parametrize(

@@ -42,6 +42,7 @@ GENERAL = {
     "provenance",
     "reconstruction",
     "registry",
+    "result_keys",
     "spectra",
     "store",
     "store_admin",

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from maelab import ParameterError, models
+from maelab import ParameterError, models, result_keys
 from maelab.models import attention_map, attention_output, create, load_official_checkpoint, sincos_2d
 
 NAMES = ("mae", "umae", "simmim", "usimmim")
@@ -251,7 +251,7 @@ def test_simmim_mask_token_replaces_removed_patches():
 @pytest.mark.parametrize("choices", ["official", "legacy"])
 @pytest.mark.parametrize("name, feature", [("umae", "cls"), ("umae", "mean"), ("usimmim", "cls")])
 def test_uniformity_loss_by_hand(name, feature, choices):
-    model = create(name, uniformity_feature=feature, seed=0, **models.choice_set(choices))
+    model = create(name, uniformity_feature=feature, seed=0, **result_keys.choice_set(choices))
     out = model(imgs(5), generator=gen(1))
     lat = out["latent"].detach().numpy().astype(np.float64)
     f = lat[:, 0] if feature == "cls" else lat[:, 1:].mean(axis=1)
@@ -613,21 +613,8 @@ def test_choice_defaults_are_official_and_enter_configs():
         True,
         "conv_default",
     )
-    assert {k: model.config[k] for k in models.OFFICIAL_CHOICES} == models.OFFICIAL_CHOICES
-    assert models.CHOICE_DEFAULTS == models.OFFICIAL_CHOICES
-    # canonical form: a legacy value is absent, any other present (defaults resolved)
-    assert models.choices_config() == models.OFFICIAL_CHOICES
-    assert models.choices_config(models.LEGACY_CHOICES) == {}
-    assert models.choices_config({**models.LEGACY_CHOICES, "uniformity_double_norm": True}) == {
-        "uniformity_double_norm": True
-    }
-    legacy_over = {"patch_size": 7, **models.choice_set("legacy")}
-    assert models.canonical_overrides(legacy_over) == {"patch_size": 7}
-    assert models.canonical_overrides({"patch_size": 7}) == {"patch_size": 7, **models.OFFICIAL_CHOICES}
-    assert models.overrides_from_config({"patch_size": 7}) == legacy_over  # absent = legacy
-    assert models.choice_set("official") == models.OFFICIAL_CHOICES
-    with pytest.raises(ParameterError, match="^model_choices must be one of 'official', 'legacy'"):
-        models.choice_set("new")
+    assert {k: model.config[k] for k in result_keys.OFFICIAL_CHOICES} == result_keys.OFFICIAL_CHOICES
+    # the canonical form of the choices in result configs is tested in tests/test_result_keys.py
     again = create(**create("umae", uniformity_double_norm=False, patch_embed_bias="zeros", seed=1).config)
     assert not again.uniformity_double_norm and again.patch_embed_bias == "zeros"
     with pytest.raises(ParameterError, match="patch_embed_bias"):
@@ -639,7 +626,7 @@ def test_choice_defaults_are_official_and_enter_configs():
 def test_default_model_is_the_official_one_by_hand():
     """A model built with no override: the patch-embedding bias is PyTorch's Conv2d draw (not zeros), the [CLS]
     uniformity feature is norm(norm(x)) (checked by hand), and a legacy-pinned model differs in exactly those."""
-    model, legacy = create("umae", seed=3), create("umae", seed=3, **models.choice_set("legacy"))
+    model, legacy = create("umae", seed=3), create("umae", seed=3, **result_keys.choice_set("legacy"))
     bias = model.patch_embed.proj.bias.detach()
     assert not torch.all(bias == 0) and torch.all(legacy.patch_embed.proj.bias == 0)
     with torch.random.fork_rng(devices=[]):
@@ -687,23 +674,27 @@ def test_spec_hash_legacy_pinned_kept_unpinned_changed_official_unchanged():
     from maelab.experiments import PretrainSpec, variant_config
 
     legacy_hash = store.config_hash(_LEGACY_CONFIG)
-    pinned = PretrainSpec(model="umae", model_overrides=(("lambda_unif", 0.01), *models.choice_set("legacy").items()))
+    pinned = PretrainSpec(
+        model="umae", model_overrides=(("lambda_unif", 0.01), *result_keys.choice_set("legacy").items())
+    )
     assert store.config_hash(pinned.to_config()) == legacy_hash  # (a) a legacy-pinned spec keeps its hash
     unpinned = PretrainSpec(model="umae", model_overrides=(("lambda_unif", 0.01),))
     assert store.config_hash(unpinned.to_config()) != legacy_hash  # (b) the old implicit default recomputes
-    assert unpinned.to_config()["model_overrides"] == {"lambda_unif": 0.01, **models.OFFICIAL_CHOICES}
+    assert unpinned.to_config()["model_overrides"] == {"lambda_unif": 0.01, **result_keys.OFFICIAL_CHOICES}
     # (c) an explicitly official spec: the hash of its config written out by hand, with the official values present
-    official = PretrainSpec(model="umae", model_overrides=(("lambda_unif", 0.01), *models.OFFICIAL_CHOICES.items()))
-    by_hand = {**_LEGACY_CONFIG, "model_overrides": {"lambda_unif": 0.01, **models.OFFICIAL_CHOICES}}
+    official = PretrainSpec(
+        model="umae", model_overrides=(("lambda_unif", 0.01), *result_keys.OFFICIAL_CHOICES.items())
+    )
+    by_hand = {**_LEGACY_CONFIG, "model_overrides": {"lambda_unif": 0.01, **result_keys.OFFICIAL_CHOICES}}
     assert store.config_hash(official.to_config()) == store.config_hash(by_hand)
     assert official.key == unpinned.key and pinned.key != unpinned.key  # checkpoint folders follow the config
     # a mixed pin lists exactly its non-legacy choices
     mixed = PretrainSpec(
-        model="umae", model_overrides=(*models.choice_set("legacy").items(), ("patch_embed_bias", "conv_default"))
+        model="umae", model_overrides=(*result_keys.choice_set("legacy").items(), ("patch_embed_bias", "conv_default"))
     )
     assert mixed.to_config()["model_overrides"] == {"patch_embed_bias": "conv_default"}
     # variants (fields replacing a base spec's) list their overrides in the same canonical form
-    v = {"model": "umae", "model_overrides": tuple(sorted({"lambda_unif": 0.01, **models.LEGACY_CHOICES}.items()))}
+    v = {"model": "umae", "model_overrides": tuple(sorted({"lambda_unif": 0.01, **result_keys.LEGACY_CHOICES}.items()))}
     assert str(variant_config(v)) == str({"model": "umae", "model_overrides": (("lambda_unif", 0.01),)})
     assert variant_config({"model": "mae"}) == {"model": "mae"}
 
@@ -720,9 +711,10 @@ def test_choices_setting_pins_legacy_for_cpu_only_and_is_left_out_of_keys():
         assert (S["smoke"].model_choices, S["gpu"].model_choices) == ("official", "official"), nb
         assert S["cpu"].model_choices == ("legacy" if nb in pinned else "official"), nb
         if S["cpu"].model_choices == "legacy":
-            assert profiles.LEGACY_PIN_REASON in cls.docs()["model_choices"], nb
-        assert "model_choices" not in S["cpu"].key_dict() or S["cpu"].model_choices != "legacy"  # legacy: omitted
-        assert S["gpu"].key_dict()["model_choices"] == "official"
+            assert result_keys.LEGACY_PIN_REASON in cls.docs()["model_choices"], nb
+        cpu_key = result_keys.settings_key(S["cpu"])
+        assert "model_choices" not in cpu_key or S["cpu"].model_choices != "legacy"  # legacy: omitted
+        assert result_keys.settings_key(S["gpu"])["model_choices"] == "official"
     assert {nb for nb in profiles.registry() if "model_choices" in profiles.settings_class(nb).field_names()} >= set(
         pinned
     )

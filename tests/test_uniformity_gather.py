@@ -22,7 +22,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from maelab import ParameterError, models
+from maelab import ParameterError, models, result_keys
 from maelab.models import create, gather_features, uniformity_loss
 
 B = 3  # rows per rank
@@ -183,7 +183,7 @@ def test_model_option_default_and_config():
     assert "uniformity_gather=" in repr(model)
     # a default the result configs never list: model.config and the canonical overrides are unchanged
     assert "uniformity_gather" not in model.config
-    assert "uniformity_gather" not in models.canonical_overrides({})
+    assert "uniformity_gather" not in result_keys.canonical_overrides({})
     exact = create(**create("umae", uniformity_gather="exact", seed=0).config)
     assert exact.uniformity_gather == "exact"
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from maelab import models, zoo
+from maelab import models, result_keys, zoo
 from maelab._validate import ParameterError
 from maelab.options import RunOptions
 
@@ -31,7 +31,7 @@ def test_grid_names_and_specs():
 def test_entries_of_a_seed_start_from_the_same_weights():
     S = zoo.ZooSettings.for_profile("smoke")
     a, b, c = zoo.random_init(S, 1, unit=1), zoo.random_init(S, 1, unit=2), zoo.random_init(S, 0)
-    built = models.create("mae", S.size, seed=1, **models.OFFICIAL_CHOICES)
+    built = models.create("mae", S.size, seed=1, **result_keys.OFFICIAL_CHOICES)
     sa, sb, sc = a.state_dict(), b.state_dict(), c.state_dict()
     assert all(torch.equal(sa[k], sb[k]) and torch.equal(sa[k], built.state_dict()[k]) for k in sa)
     assert not all(torch.equal(sa[k], sc[k]) for k in sa)

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from . import data as data_mod
-from . import evaluate, metrics, models, train
+from . import evaluate, metrics, models, result_keys, train
 from ._util import resolve_device
 from ._validate import ParameterError, one_of, positive_int
 from .options import DryRunLimits, cap
@@ -80,13 +80,12 @@ class PretrainSpec:
 
     def to_config(self) -> dict:
         """The config to hash: every field, ``data_options`` and ``model_overrides`` as dicts, the latter with the
-        official-code choices in the canonical form of :func:`maelab.models.canonical_overrides`."""
+        official-code choices in the canonical form of :func:`maelab.result_keys.canonical_overrides`."""
         d = dataclasses.asdict(self)
         d["data_options"] = {k: v for k, v in self.data_options}
-        # the official-code choices in their canonical form (maelab.models.canonical_overrides): a legacy value is
-        # absent, any other present -- a legacy-pinned spec keeps the hash it had while legacy was the default, a spec
-        # relying on today's (official) default hashes differently, an explicitly official one as before
-        d["model_overrides"] = models.canonical_overrides(dict(self.model_overrides))
+        # rule 3 of maelab.result_keys: a legacy choice is absent, any other present -- a legacy-pinned spec keeps
+        # the hash it had while legacy was the default, one relying on today's (official) default hashes differently
+        d["model_overrides"] = result_keys.canonical_overrides(dict(self.model_overrides))
         return d
 
     def init_config(self) -> dict:
@@ -105,11 +104,11 @@ class PretrainSpec:
 def variant_config(fields: dict) -> dict:
     """The :class:`PretrainSpec` fields of a variant (fields replacing a base spec's, e.g. in
     :func:`maelab.papers.zhang2022.umae.compare`) as a result config lists them: ``model_overrides`` as sorted
-    (key, value) pairs in the canonical form of :func:`maelab.models.canonical_overrides` (as
+    (key, value) pairs in the canonical form of :func:`maelab.result_keys.canonical_overrides` (as
     :meth:`PretrainSpec.to_config` lists a spec's), every other field as given."""
     out = dict(fields)
     if "model_overrides" in out:
-        out["model_overrides"] = tuple(sorted(models.canonical_overrides(dict(out["model_overrides"])).items()))
+        out["model_overrides"] = tuple(sorted(result_keys.canonical_overrides(dict(out["model_overrides"])).items()))
     return out
 
 

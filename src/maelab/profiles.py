@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from . import paths
+from . import paths, result_keys
 from ._validate import ParameterError, in_range, one_of, positive_int
 from ._validate import is_bool as _is_bool
 from .options import DryRunLimits
@@ -263,9 +263,10 @@ def setting(
     is one whether declared or not. Never declare a field that sets a model, an image side or a sweep: those a dry
     run keeps exactly.
 
-    ``omit_at``: a value at which the field is left out of :meth:`NotebookSettings.key_dict` (what result keys --
-    claims records, plan tables -- list of the settings): a field added later with ``omit_at`` at the behaviour
-    results were computed with before it existed keeps their keys, and any other value changes them.
+    ``omit_at``: a value at which the field is left out of :func:`maelab.result_keys.settings_key` (what result
+    keys -- claims records, plan tables -- list of the settings): a field added later with ``omit_at`` at the
+    behaviour results were computed with before it existed keeps their keys, and any other value changes them (the
+    rule and its reason live in :mod:`maelab.result_keys`).
     """
     if not isinstance(doc, str) or not doc.strip() or "\n" in doc.strip():
         raise ParameterError("doc", "a one-line description", doc)
@@ -273,31 +274,24 @@ def setting(
         raise ParameterError("repeats", "True or False", repeats)
     meta = {"doc": doc.strip(), "check": check, "repeats": repeats}
     if omit_at is not _NOT_OMITTED:
-        meta["omit_at"] = freeze(omit_at)
+        meta[result_keys.OMIT_AT] = freeze(omit_at)
     return dataclasses.field(default=freeze(default), metadata=meta)
-
-
-#: The named sets of official-code model choices a notebook's ``model_choices`` setting picks
-#: (:data:`maelab.models.CHOICE_SETS`; issue 15).
-MODEL_CHOICE_SETS = ("official", "legacy")
-#: Why a profile pins the legacy choices, the reason given in the ``model_choices`` setting's one-line doc.
-LEGACY_PIN_REASON = "committed cpu results computed before the flip; re-run pending, issue 15"
 
 
 def model_choices_setting(default: str = "official") -> Any:
     """The ``model_choices`` setting of a notebook that trains models: "official" (the official U-MAE / MAE code's
-    choices, the library default) or "legacy" (maelab's first ones, ``maelab.models.LEGACY_CHOICES``), resolved
-    by :func:`maelab.models.choice_set`. ``default`` is the cpu value; "legacy" only where committed cpu results were
-    computed with the legacy choices (the doc then says so, :data:`LEGACY_PIN_REASON`): one mechanism for every
-    notebook. "legacy" is left out of result keys (``omit_at``): the keys of results computed before the setting
-    existed are unchanged."""
-    one_of("model_choices", default, MODEL_CHOICE_SETS)
-    doc = "official-code model choices: 'official' (the library default) | 'legacy' (maelab.models.CHOICE_SETS)"
+    choices, the library default) or "legacy" (maelab's first ones), the names of
+    :data:`maelab.result_keys.CHOICE_SETS`, resolved by :func:`maelab.result_keys.choice_set`. ``default`` is the
+    cpu value; "legacy" only where committed cpu results were computed with the legacy choices (the doc then says
+    so, :data:`maelab.result_keys.LEGACY_PIN_REASON`): one mechanism for every notebook. The field is left out of
+    result keys at :data:`maelab.result_keys.MODEL_CHOICES_OMITTED` ("legacy", the behaviour before the setting
+    existed), so the keys of results computed before it are unchanged."""
+    names = tuple(result_keys.CHOICE_SETS)
+    one_of("model_choices", default, names)
+    doc = "official-code model choices: 'official' (the library default) | 'legacy' (maelab.result_keys.CHOICE_SETS)"
     if default == "legacy":
-        doc += f"; cpu 'legacy': {LEGACY_PIN_REASON}"
-    # canonical form, as for the choices themselves (maelab.models.choices_config): "legacy" -- the behaviour before
-    # the setting existed -- is left out of result keys, so the committed claims records and plan tables keep theirs
-    return setting(default, doc, is_choice(*MODEL_CHOICE_SETS), omit_at="legacy")
+        doc += f"; cpu 'legacy': {result_keys.LEGACY_PIN_REASON}"
+    return setting(default, doc, is_choice(*names), omit_at=result_keys.MODEL_CHOICES_OMITTED)
 
 
 #: Names that make a field a repetitions field (:meth:`NotebookSettings.repeat_fields`) in every notebook's settings,
@@ -398,12 +392,6 @@ class NotebookSettings:
 
     def as_dict(self) -> dict[str, Any]:
         return {n: getattr(self, n) for n in self.field_names()}
-
-    def key_dict(self) -> dict[str, Any]:
-        """``as_dict()`` as result keys list the settings (claims records, plan tables): without the fields at
-        their ``omit_at`` value (see :func:`setting`), so that adding such a field keeps the existing keys."""
-        omit = {f.name: f.metadata["omit_at"] for f in dataclasses.fields(self) if "omit_at" in f.metadata}  # type: ignore[arg-type]
-        return {n: v for n, v in self.as_dict().items() if not (n in omit and v == omit[n])}
 
 
 def notebook_settings(cls: type) -> type:

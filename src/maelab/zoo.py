@@ -1,7 +1,7 @@
 """One learned zoo of MAEs that every page reads: mask ratio x masking unit x seed on one real dataset.
 
 Every entry is pre-trained by :func:`maelab.experiments.pretrain` with the official MAE recipe (norm-pix loss,
-``maelab.models.OFFICIAL_CHOICES``) and measured once by :func:`measure_entry`; the measurements are one store
+``maelab.result_keys.OFFICIAL_CHOICES``) and measured once by :func:`measure_entry`; the measurements are one store
 record per entry (notebook ``zoo``, name :func:`entry_name`, e.g. ``r0p75_u1_s0``), so the zoo accumulates run by
 run and across machines, and pages read the records without the checkpoints. The grid (:func:`configs`): every
 ratio of ``mask_ratios`` at masking unit 1, and every unit of ``units`` at ``unit_ratio`` (unit 1 there is the
@@ -48,7 +48,7 @@ from typing import Any
 
 import torch
 
-from . import evaluate, metrics, models, store
+from . import evaluate, metrics, models, result_keys, store
 from . import reconstruction as rc
 from ._util import resolve_device
 from ._validate import ParameterError, one_of
@@ -274,7 +274,7 @@ def spec(S: ZooSettings, ratio: float, unit: int, seed: int) -> PretrainSpec:
         raise ParameterError(
             "ratio, unit", "a pair of the zoo (" + ", ".join(map(str, configs(S))) + ")", (ratio, unit)
         )
-    over = {**models.OFFICIAL_CHOICES, "norm_pix_loss": True}
+    over = {**result_keys.OFFICIAL_CHOICES, "norm_pix_loss": True}
     if int(unit) != 1:
         over["mask_unit"] = int(unit)
     return PretrainSpec(

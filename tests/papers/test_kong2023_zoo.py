@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from maelab import book, models, profiles, reconstruction
+from maelab import book, models, profiles, reconstruction, result_keys
 from maelab import zoo as core_zoo
 from maelab._validate import ParameterError
 from maelab.papers.kong2023 import plan, representations, zoo
@@ -36,7 +36,7 @@ def test_random_init_is_the_start_of_every_entry_of_its_seed():
     S = profiles.settings("kong_representations", "smoke")
     a, b = zoo.random_init(S, 1, unit=1), zoo.random_init(S, 1, unit=2)
     c = zoo.random_init(S, 0)
-    built = models.create("mae", S.size, seed=1, mask_unit=2, **models.OFFICIAL_CHOICES)
+    built = models.create("mae", S.size, seed=1, mask_unit=2, **result_keys.OFFICIAL_CHOICES)
     sa, sb, sc = a.state_dict(), b.state_dict(), c.state_dict()
     assert all(torch.equal(sa[k], sb[k]) and torch.equal(sa[k], built.state_dict()[k]) for k in sa)
     assert not all(torch.equal(sa[k], sc[k]) for k in sa)  # another seed, other weights

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from maelab import models, profiles
+from maelab import profiles, result_keys
 from maelab._validate import ParameterError
 from maelab.experiments import variant_config
 from maelab.papers.zhang2022 import ablations as A
@@ -41,7 +41,9 @@ def test_groups_on_the_cpu_settings():
     base, sweep = g["lambda_sweep"]
     assert (base.dataset, base.img_size, base.channels, base.mask_ratio) == ("mnist", 28, 1, 0.75)
     over = dict(base.model_overrides)
-    assert over["patch_size"] == 7 and {k: over[k] for k in models.OFFICIAL_CHOICES} == models.OFFICIAL_CHOICES
+    assert (
+        over["patch_size"] == 7 and {k: over[k] for k in result_keys.OFFICIAL_CHOICES} == result_keys.OFFICIAL_CHOICES
+    )
     assert list(sweep) == [A.lam_name(v) for v in S.lams]
     assert sweep["lam_0"] == {"model": "mae"}
     for name, fields in sweep.items():
@@ -73,7 +75,7 @@ def test_groups_follow_the_settings():
     assert "patch_size" not in dict(base.model_overrides)
     assert [A.lam_of(n) for n in sweep] == sorted(S.lams)
     legacy = A.base_spec(profiles.settings("zhang_ablations", "smoke", model_choices="legacy"))
-    assert {k: dict(legacy.model_overrides)[k] for k in models.LEGACY_CHOICES} == models.LEGACY_CHOICES
+    assert {k: dict(legacy.model_overrides)[k] for k in result_keys.LEGACY_CHOICES} == result_keys.LEGACY_CHOICES
 
 
 @pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 import torch
 
-from maelab import evaluate, paths
+from maelab import evaluate, paths, result_keys
 from maelab import experiments as E
 from maelab._validate import ParameterError
 from maelab.papers.zhang2022 import regime as R
@@ -202,4 +202,4 @@ def test_regime_configs_are_those_of_the_committed_results():
         rec = store.read("zhang_regime", name, "cpu", {"profile": "cpu", **config}, root=root)
         assert rec is not None, name
     # the official-code choices are explicit, so flipping the library default left these keys unchanged
-    assert R.base_spec(S).to_config()["model_overrides"] == {"patch_size": S.patch_size, **R.models.OFFICIAL_CHOICES}
+    assert R.base_spec(S).to_config()["model_overrides"] == {"patch_size": S.patch_size, **result_keys.OFFICIAL_CHOICES}

@@ -169,14 +169,14 @@ def test_umae_settings_refuse_what_cannot_run(over, name):
 def test_base_spec_geometry_patch_and_choices_per_dataset():
     """The spec the notebook and the cost plan share: 28 px grey for (fashion_)mnist, 32 px RGB for cifar_dogcat,
     the per-dataset patch under the settings' model choices."""
-    from maelab import models, profiles
+    from maelab import profiles, result_keys
 
     S = profiles.settings("zhang_umae", "gpu", patch_size={"fashion_mnist": 7, "mnist": 7, "cifar_dogcat": 8})
     fm, dc = U.base_spec(S, "fashion_mnist"), U.base_spec(S, "cifar_dogcat")
     assert (fm.img_size, fm.channels, fm.n_train, fm.n_test) == (28, 1, 8000, 2000)
     assert (dc.img_size, dc.channels, dc.n_train, dc.n_test, dc.epochs) == (32, 3, 1600, 400, 200)
     assert dict(fm.model_overrides)["patch_size"] == 7 and dict(dc.model_overrides)["patch_size"] == 8
-    assert {k: dict(fm.model_overrides)[k] for k in models.OFFICIAL_CHOICES} == models.OFFICIAL_CHOICES
+    assert {k: dict(fm.model_overrides)[k] for k in result_keys.OFFICIAL_CHOICES} == result_keys.OFFICIAL_CHOICES
     legacy = U.base_spec(profiles.settings("zhang_umae", "smoke", model_choices="legacy"), "mnist10k")
     assert (legacy.img_size, legacy.channels) == (32, 1) and "patch_size" not in dict(legacy.model_overrides)
-    assert {k: dict(legacy.model_overrides)[k] for k in models.LEGACY_CHOICES} == models.LEGACY_CHOICES
+    assert {k: dict(legacy.model_overrides)[k] for k in result_keys.LEGACY_CHOICES} == result_keys.LEGACY_CHOICES

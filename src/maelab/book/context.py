@@ -36,6 +36,7 @@ from .._util import progress_enabled, resolve_device, seed_everything
 from .._validate import ParameterError
 from ..options import DryRunLimits, RunOptions
 from ..profiles import CORE_PARAMS, NotebookSettings, settings_class, validate_core
+from ..result_keys import settings_key
 from .render import refresh_findings
 from .scoreboard import format_value
 
@@ -253,7 +254,7 @@ class Context:
         rows = {k: self._claims[k] for k in sorted(self._claims)}
         key = {
             "profile": self.profile,
-            "settings": self.settings.key_dict(),  # fields at their omit_at value left out (profiles.setting)
+            "settings": settings_key(self.settings),  # fields at their omit_at value left out (rule 5 there)
             "claims": {k: self._claim_keys[k] for k in sorted(self._claim_keys)},
         }
         try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from .. import paths, store
 from .._validate import ParameterError
 from ..profiles import COMMITTED_PROFILES, PROFILE_NAMES
+from ..result_keys import settings_key
 from .toc import LAST, notebooks_in_order
 
 
@@ -137,7 +138,7 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False, runs
         cpu = {"cpu": cal.key, "calibrated": cal.date_utc, "matmul GFLOP/s": round(cal.matmul_flops_per_s / 1e9, 1)}
         from ..profiles import settings as nb_settings
 
-        reads = {nb: nb_settings(nb, profile).key_dict() for nb in per_nb.notebook}  # a stale table is detectable
+        reads = {nb: settings_key(nb_settings(nb, profile)) for nb in per_nb.notebook}  # a stale table is detectable
         store.save(
             "notebooks",
             {"profile": profile, "h100": cost.H100_SOURCE, "calibration": cpu, "notebook_settings": reads},

@@ -44,9 +44,10 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from .. import result_keys
 from .._util import state_dict_mismatch
 from .._validate import ParameterError, one_of, positive_int
-from ._base import LEGACY_CHOICES, OFFICIAL_CHOICES, POOLS, MaskedImageModel
+from ._base import POOLS, MaskedImageModel
 from ._layers import (
     ATTN_NORMS,
     UNIFORMITY_GATHERS,
@@ -64,8 +65,6 @@ __all__ = [
     "MODEL_OPTIONS",
     "ATTN_NORMS",
     "MODELS",
-    "OFFICIAL_CHOICES",
-    "LEGACY_CHOICES",
     "SIZES",
     "UNIFORMITY_GATHERS",
     "EncoderClassifier",
@@ -75,13 +74,7 @@ __all__ = [
     "attention_map",
     "attention_output",
     "attention_weights",
-    "CHOICE_DEFAULTS",
-    "CHOICE_SETS",
-    "canonical_overrides",
-    "choice_set",
-    "choices_config",
     "describe_choices",
-    "overrides_from_config",
     "create",
     "create_encoder_classifier",
     "load_official_checkpoint",
@@ -177,7 +170,7 @@ _COMMON_OPTIONS = (
     "skip_scale",
     "uniformity_gather",
     "seed",
-    *LEGACY_CHOICES,
+    *result_keys.LEGACY_CHOICES,
 )
 
 #: What defines a model beyond its weights, i.e. its name and every option of :func:`create` but the seed (which
@@ -185,66 +178,20 @@ _COMMON_OPTIONS = (
 MODEL_OPTIONS = ("name", *(k for k in _COMMON_OPTIONS if k != "seed"), *_DECODER_KEYS)
 
 
-#: The defaults of the official-code choices are the official U-MAE / MAE code's (``OFFICIAL_CHOICES``, issue 15),
-#: so a model built without overrides is the official one. maelab's first choices (``LEGACY_CHOICES``) stay an option:
-#: committed results were computed with them, and a run pinned to them reproduces those results.
-CHOICE_DEFAULTS: dict[str, Any] = dict(OFFICIAL_CHOICES)
-
-#: Named sets of the official-code choices, for settings that pick one (``model_choices``: "official" | "legacy";
-#: see :func:`maelab.profiles.model_choices_setting`).
-CHOICE_SETS: dict[str, dict[str, Any]] = {"official": dict(OFFICIAL_CHOICES), "legacy": dict(LEGACY_CHOICES)}
-
-
-def choice_set(name: str) -> dict[str, Any]:
-    """The choices of the named set (``"official"`` or ``"legacy"``, :data:`CHOICE_SETS`) as model overrides."""
-    one_of("model_choices", name, CHOICE_SETS)
-    return dict(CHOICE_SETS[name])
-
-
-def choices_config(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The official-code choices (``uniformity_double_norm``, ``uniformity_fc_norm``, ``patch_embed_bias``) that
-    a model built with ``overrides`` would use and that differ from the legacy values (``LEGACY_CHOICES``).
-
-    The canonical form of the choices in a result config: a choice at its legacy value is *absent*, any other value
-    present. So a result computed with the legacy choices keeps the hash it had before the official choices became
-    the default (when the run pins them), a run that relies on the default (now official) hashes differently from
-    it and recomputes, and an explicitly official run hashes as before. Configs that do not hold the model's
-    overrides (e.g. a list of settings) add ``**choices_config(overrides)`` at their top level; configs that hold
-    them use :func:`canonical_overrides`."""
-    overrides = dict(overrides or {})
-    resolved = {k: overrides.get(k, CHOICE_DEFAULTS[k]) for k in LEGACY_CHOICES}
-    return {k: v for k, v in resolved.items() if v != LEGACY_CHOICES[k]}
-
-
-def canonical_overrides(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``overrides`` (for :func:`create`) in the canonical form of result configs: the choice keys at their legacy
-    value dropped, the resolved non-legacy choices (:func:`choices_config`, defaults included) added; every other
-    key unchanged. Inverse: :func:`overrides_from_config`."""
-    overrides = dict(overrides or {})
-    out = {k: v for k, v in overrides.items() if k not in LEGACY_CHOICES}
-    out.update(choices_config(overrides))
-    return out
-
-
-def overrides_from_config(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Model overrides rebuilt from their canonical form in a stored config (:func:`canonical_overrides`): a choice
-    absent from it was at its legacy value, so it is added as such (a stored config rebuilds the model it was
-    computed with, whatever today's defaults)."""
-    return {**LEGACY_CHOICES, **dict(overrides or {})}
-
-
 def describe_choices(name: str) -> str:
-    """One sentence for a page: which official-code choices (``"official"`` | ``"legacy"``) its results use."""
-    values = ", ".join(f"`{k}={v!r}`" for k, v in choice_set(name).items())
+    """One sentence for a page: which official-code choices (``"official"`` | ``"legacy"``,
+    :func:`maelab.result_keys.choice_set`) its results use."""
+    values = ", ".join(f"`{k}={v!r}`" for k, v in result_keys.choice_set(name).items())
     if name == "official":
         return (
             f"Model choices: **official** ({values}): as the official U-MAE / MAE code, the library default "
-            "(`maelab.models.OFFICIAL_CHOICES`)."
+            "(`maelab.result_keys.OFFICIAL_CHOICES`)."
         )
     return (
-        f"Model choices: **legacy** ({values}): maelab's first implementation (`maelab.models.LEGACY_CHOICES`), not "
-        "the library default (the official code's, `maelab.models.OFFICIAL_CHOICES`); this profile's results were "
-        "computed before the official choices became the default, and its re-run with them is pending (issue 15)."
+        f"Model choices: **legacy** ({values}): maelab's first implementation "
+        "(`maelab.result_keys.LEGACY_CHOICES`), not the library default (the official code's, "
+        "`maelab.result_keys.OFFICIAL_CHOICES`); this profile's results were computed before the official choices "
+        "became the default, and its re-run with them is pending (issue 15)."
     )
 
 
@@ -262,8 +209,9 @@ def create(name: str, size: str = "micro", **overrides) -> MaskedImageModel:
     seed (reproducible weight init without touching the global RNG), the official-code choices
     uniformity_double_norm, uniformity_fc_norm (see :meth:`MaskedImageModel.uniformity_features`) and
     patch_embed_bias ("zeros" | "conv_default"; see ``_layers.init_patch_embed``) -- the official code's choices
-    (``OFFICIAL_CHOICES``) are the default; maelab's first ones (``LEGACY_CHOICES``, e.g. ``**choice_set("legacy")``)
-    stay options because committed results were computed with them (issue 15) -- and, for MAE models,
+    (:data:`maelab.result_keys.OFFICIAL_CHOICES`) are the default; maelab's first ones
+    (:data:`maelab.result_keys.LEGACY_CHOICES`, e.g. ``**result_keys.choice_set("legacy")``) stay options because
+    committed results were computed with them (issue 15) -- and, for MAE models,
     decoder_embed_dim, decoder_depth, decoder_num_heads. Bad values raise :class:`maelab.ParameterError`.
 
     The returned model has ``name``, ``size`` and ``config`` attributes; ``create(**model.config)`` rebuilds the
@@ -278,7 +226,7 @@ def create(name: str, size: str = "micro", **overrides) -> MaskedImageModel:
             raise ParameterError("override", f"one of {', '.join(allowed)} for model {name!r}", key)
     cfg = {k: v for k, v in SIZES[size].items() if cls is MaskedAutoencoderViT or k not in _DECODER_KEYS}
     cfg.update(defaults)
-    cfg.update(CHOICE_DEFAULTS)
+    cfg.update(result_keys.CHOICE_DEFAULTS)
     if cls is SimMIM and size == "vit_base":
         cfg["mask_unit"] = 2
     cfg.update(overrides)

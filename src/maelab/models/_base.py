@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 from timm.layers import PatchEmbed
 
-from .. import masking
+from .. import masking, result_keys
 from .._validate import ParameterError, divides, in_range, is_bool, one_of, positive_int
 from ._layers import (
     ATTN_NORMS,
@@ -23,15 +23,6 @@ from ._layers import (
 
 POOLS = ("cls", "mean")
 PATCH_BIAS_INITS = ("zeros", "conv_default")
-
-#: Choices where maelab's first implementation departs from the official U-MAE / MAE code (issue 15): the official
-#: values (``OFFICIAL_CHOICES``, the default of :func:`maelab.models.create` and of the model classes) and maelab's
-#: first, legacy ones (``LEGACY_CHOICES``). The legacy values stay an option because results computed with them are
-#: committed (and a pinned re-run reproduces them); :func:`maelab.models.choices_config` lists the values that differ
-#: from the legacy ones, for result configs: a legacy value is absent from a config and an official one present, so
-#: a result computed under other choices is never silently reused.
-LEGACY_CHOICES = {"uniformity_double_norm": False, "uniformity_fc_norm": False, "patch_embed_bias": "zeros"}
-OFFICIAL_CHOICES = {"uniformity_double_norm": True, "uniformity_fc_norm": True, "patch_embed_bias": "conv_default"}
 
 
 def _heads(dim_name: str, dim: int, heads_name: str, heads: int) -> None:
@@ -73,9 +64,9 @@ class MaskedImageModel(nn.Module):
         drop_path_rate: float = 0.0,
         attn_norm: str = "softmax",
         skip_scale: float = 1.0,
-        uniformity_double_norm: bool = OFFICIAL_CHOICES["uniformity_double_norm"],
-        uniformity_fc_norm: bool = OFFICIAL_CHOICES["uniformity_fc_norm"],
-        patch_embed_bias: str = OFFICIAL_CHOICES["patch_embed_bias"],
+        uniformity_double_norm: bool = result_keys.OFFICIAL_CHOICES["uniformity_double_norm"],
+        uniformity_fc_norm: bool = result_keys.OFFICIAL_CHOICES["uniformity_fc_norm"],
+        patch_embed_bias: str = result_keys.OFFICIAL_CHOICES["patch_embed_bias"],
         uniformity_gather: str = "official",
     ):
         super().__init__()
@@ -279,8 +270,9 @@ class MaskedImageModel(nn.Module):
         ``self.norm``, ``forward`` applies ``self.norm(latent)`` again before taking [CLS]). ``"mean"``: the mean
         of the other tokens, with ``uniformity_fc_norm`` followed by the model's own ``fc_norm`` LayerNorm, as the
         official ``global_pool`` path (``self.fc_norm(latent[:, 1:, :].mean(dim=1))``). Both default to the official
-        choice (True); False (one norm, no ``fc_norm``: maelab's first implementation, ``LEGACY_CHOICES``) stays an
-        option because committed results were computed with it (issue 15)."""
+        choice (True); False (one norm, no ``fc_norm``: maelab's first implementation,
+        ``maelab.result_keys.LEGACY_CHOICES``) stays an option because committed results were computed with it
+        (issue 15)."""
         if self.uniformity_feature == "cls":
             cls = latent[:, 0]
             return self.norm(cls) if self.uniformity_double_norm else cls  # LayerNorm is per token

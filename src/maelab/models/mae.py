@@ -36,7 +36,8 @@ class MaskedAutoencoderViT(MaskedImageModel):
     global-pool path applies its own ``fc_norm`` to the mean token (``uniformity_fc_norm=True``); the official MAE
     code keeps PyTorch's default Conv2d bias in ``patch_embed.proj`` (``patch_embed_bias="conv_default"``). These
     official choices are the defaults; maelab's first choices (one norm, no fc_norm, zero bias:
-    ``LEGACY_CHOICES``) stay options because committed results were computed with them (issue 15).
+    ``maelab.result_keys.LEGACY_CHOICES``) stay options because committed results were computed with them
+    (issue 15).
     """
 
     name = "mae"

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from maelab import models, zoo
+from maelab import result_keys, zoo
 from maelab._validate import ParameterError, divides, in_range, positive_int
 from maelab.experiments import PretrainSpec, load_data, pretrain
 
@@ -114,7 +114,7 @@ class NonlinearRuns:
             model_overrides=(
                 ("patch_size", p),
                 ("norm_pix_loss", False),
-                *sorted(models.choice_set(S.model_choices).items()),
+                *sorted(result_keys.choice_set(S.model_choices).items()),
             ),
             epochs=S.epochs,
             batch_size=S.batch_size,
@@ -181,7 +181,7 @@ class NonlinearRuns:
                 "n_pixels",
                 "q",
             ),  # fmt: skip
-            **models.choices_config(models.choice_set(S.model_choices)),
+            **result_keys.choices_config(result_keys.choice_set(S.model_choices)),
         }
 
     def result(self, m: float, p: int, seed: int, snapshots=()):

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from ...cost import PlannedRun
 from ...experiments import PretrainSpec
-from ...models import choice_set
 from ...profiles import settings
+from ...result_keys import choice_set
 
 
 def jacobian_runs(profile: str) -> list[PlannedRun]:

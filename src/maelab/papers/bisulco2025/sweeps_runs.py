@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from maelab import experiments, models, profiles
+from maelab import experiments, profiles, result_keys
 from maelab._validate import ParameterError
 from maelab.options import DryRunLimits
 
@@ -85,7 +85,7 @@ class Sweep:
 
     @property
     def choices(self) -> dict[str, Any]:
-        return models.choice_set(self.S.model_choices)
+        return result_keys.choice_set(self.S.model_choices)
 
     # ------------------------------------------------------------------------------------------------ the runs
     def spec(self, enc: int, dec: int, patch: int, mask: float, seed: int) -> experiments.PretrainSpec:
@@ -140,7 +140,7 @@ class Sweep:
             "mask_ratio",
             "seeds",
         )
-        return {"seed": self.data_seed, **picked, **models.choices_config(self.choices)}
+        return {"seed": self.data_seed, **picked, **result_keys.choices_config(self.choices)}
 
     def depth_cells(self) -> list[tuple]:
         """The encoder x decoder depth grid (first seed), then the key column with every other seed."""
@@ -184,7 +184,7 @@ class Sweep:
             "what": "per-step FLOPs and min time",
             "configs": self.cost_configs(),
             **self.S.pick("size", "img_size", "seeds", "cost_batch", "cost_reps"),
-            **models.choices_config(self.choices),
+            **result_keys.choices_config(self.choices),
         }
 
     def snapshot_config(self) -> dict[str, Any]:

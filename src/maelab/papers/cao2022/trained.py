@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from maelab import data, evaluate, experiments, models
+from maelab import data, evaluate, experiments, models, result_keys
 from maelab._util import resolve_device
 from maelab._validate import ParameterError, positive_int
 from maelab.options import DryRunLimits
@@ -55,12 +55,12 @@ def variant_overrides(variant: str, kernel: str = "exp", skip_scale: float = 0.5
 def spec_for(S, variant: str, seed: int) -> experiments.PretrainSpec:
     """The pre-training run of ``variant`` and ``seed`` under the ``cao_decoder`` settings ``S``: a micro MAE on
     28 px grey images with ``S.patch_size``, ``S.depth`` / ``S.decoder_depth`` blocks, the official-code model
-    choices (``maelab.models.OFFICIAL_CHOICES``) and :func:`variant_overrides`; weights kept after every epoch."""
+    choices (``maelab.result_keys.OFFICIAL_CHOICES``) and :func:`variant_overrides`; weights kept after every epoch."""
     over = {
         "patch_size": S.patch_size,
         "depth": S.depth,
         "decoder_depth": S.decoder_depth,
-        **models.OFFICIAL_CHOICES,
+        **result_keys.OFFICIAL_CHOICES,
         **variant_overrides(variant, S.kernel, S.skip_scale),
     }
     return experiments.PretrainSpec(

@@ -17,7 +17,7 @@ Built from each profile's settings exactly as the notebooks build their zoos (:m
 
 from __future__ import annotations
 
-from ... import models
+from ... import models, result_keys
 from ... import zoo as core_zoo
 from ...cost import PlannedRun
 from ...profiles import settings
@@ -57,7 +57,7 @@ def representation_runs(profile: str) -> list[PlannedRun]:
         PlannedRun(
             "frozen encoders (zoo + random init)",
             size=S.size,
-            overrides=tuple(sorted(models.OFFICIAL_CHOICES.items())),
+            overrides=tuple(sorted(result_keys.OFFICIAL_CHOICES.items())),
             img_size=models.SIZES[S.size]["img_size"],
             channels=3,
             eval_images=per_encoder,

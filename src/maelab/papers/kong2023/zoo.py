@@ -4,7 +4,7 @@
 One MAE per (mask ratio, masking unit, seed): every ratio of ``S.mask_ratios`` at unit 1 (Fig. 5 top row) and
 every unit of ``S.units`` at ``S.unit_ratio`` (bottom row; unit 1 at ``unit_ratio`` is the same model as the top
 row's), for every seed of ``S.seeds``, pre-trained on ``shapes`` by :func:`maelab.experiments.pretrain` with the
-official MAE recipe (norm-pix loss, ``maelab.models.OFFICIAL_CHOICES``). The masking unit is decoupled from the
+official MAE recipe (norm-pix loss, ``maelab.result_keys.OFFICIAL_CHOICES``). The masking unit is decoupled from the
 ViT patch, as the paper does: the patch stays ``S.size``'s, the model masks ``unit x unit`` token blocks
 (``mask_unit``). Checkpoints are cached by :attr:`~maelab.experiments.PretrainSpec.key`, so the second notebook
 loads what the first one trained. The baseline of every representation claim is the same architecture at random
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import models
+from ... import models, result_keys
 from ..._validate import ParameterError
 from ...experiments import PretrainSpec, build_model, load_data, pretrain
 from ...options import DryRunLimits
@@ -42,7 +42,7 @@ def spec(S, ratio: float, unit: int, seed: int) -> PretrainSpec:
         raise ParameterError(
             "ratio, unit", "a pair of the zoo (" + ", ".join(map(str, configs(S))) + ")", (ratio, unit)
         )
-    over = {**models.OFFICIAL_CHOICES, "mask_unit": int(unit), "norm_pix_loss": True}
+    over = {**result_keys.OFFICIAL_CHOICES, "mask_unit": int(unit), "norm_pix_loss": True}
     return PretrainSpec(
         dataset=DATASET,
         n_train=S.n_train,

@@ -23,7 +23,7 @@ import dataclasses
 import json
 from collections.abc import Sequence
 
-from maelab import experiments, models
+from maelab import experiments, result_keys
 from maelab._validate import ParameterError
 
 from .umae import image_geometry
@@ -70,7 +70,7 @@ def base_spec(settings) -> experiments.PretrainSpec:
     the dataset's image geometry (28 px grey for Fashion-MNIST and MNIST, 32 px otherwise), the settings'
     official-code model choices and ``patch_size`` (None: the size's own)."""
     S = settings
-    over = dict(models.choice_set(S.model_choices))
+    over = dict(result_keys.choice_set(S.model_choices))
     if S.patch_size is not None:
         over["patch_size"] = S.patch_size
     return experiments.PretrainSpec(

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from maelab import data, experiments, masking, models, zoo
+from maelab import data, experiments, masking, result_keys, zoo
 from maelab._validate import ParameterError
 from maelab.options import DryRunLimits
 
@@ -225,7 +225,7 @@ def collapse_spec(S: ZhangMaskGraphSettings, seed: int) -> experiments.PretrainS
         epochs=S.mae_epochs,
         mask_ratio=0.75,
         seed=seed,
-        model_overrides=tuple(sorted(models.choice_set(S.model_choices).items())),
+        model_overrides=tuple(sorted(result_keys.choice_set(S.model_choices).items())),
     )
 
 

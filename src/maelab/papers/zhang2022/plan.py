@@ -20,8 +20,8 @@ import dataclasses
 
 from ...cost import EvalJob, PlannedRun
 from ...experiments import PretrainSpec
-from ...models import choice_set
 from ...profiles import settings
+from ...result_keys import choice_set
 from . import ablations, umae
 from .regime import POOLS
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from maelab import evaluate, experiments, metrics, models
+from maelab import evaluate, experiments, metrics, result_keys
 from maelab._util import resolve_device
 from maelab._validate import ParameterError, positive_int
 from maelab.claims import LearnedCheck
@@ -191,7 +191,7 @@ def rerun_runs(S) -> int:
 
 def base_spec(S, patch_size: int | None = None) -> experiments.PretrainSpec:
     """The pre-training run ``zhang_regime`` shares between MAE and U-MAE (method and seed set per run), with the
-    official-code model choices (``maelab.models.OFFICIAL_CHOICES``); ``S``: its settings."""
+    official-code model choices (``maelab.result_keys.OFFICIAL_CHOICES``); ``S``: its settings."""
     patch = S.patch_size if patch_size is None else patch_size
     return experiments.PretrainSpec(
         dataset=S.dataset,
@@ -200,7 +200,7 @@ def base_spec(S, patch_size: int | None = None) -> experiments.PretrainSpec:
         img_size=28,
         channels=1,
         size=S.size,
-        model_overrides=tuple(sorted({"patch_size": patch, **models.OFFICIAL_CHOICES}.items())),
+        model_overrides=tuple(sorted({"patch_size": patch, **result_keys.OFFICIAL_CHOICES}.items())),
         epochs=S.epochs,
         batch_size=S.batch_size,
         blr=S.blr,
@@ -211,7 +211,7 @@ def base_spec(S, patch_size: int | None = None) -> experiments.PretrainSpec:
 
 def variants(S) -> dict[str, dict[str, Any]]:
     """MAE and U-MAE (lambda ``S.lam``) as fields replacing those of :func:`base_spec`."""
-    over = {"patch_size": S.patch_size, **models.OFFICIAL_CHOICES, "lambda_unif": S.lam}
+    over = {"patch_size": S.patch_size, **result_keys.OFFICIAL_CHOICES, "lambda_unif": S.lam}
     return {"mae": {"model": "mae"}, "umae": {"model": "umae", "model_overrides": tuple(sorted(over.items()))}}
 
 
@@ -230,7 +230,7 @@ def throughput_config(S) -> dict[str, Any]:
     """The config of ``zhang_regime``'s stored result ``throughput`` (the profile is added by the store)."""
     return {
         "what": "training images per second by patch size (a timing)",
-        "official": dict(models.OFFICIAL_CHOICES),
+        "official": dict(result_keys.OFFICIAL_CHOICES),
         **S.pick("dataset", "size", "batch_size", "mask_ratio", "timing_patches", "timing_steps"),
     }
 

@@ -445,7 +445,7 @@ class ZhangRegime(NotebookSettings):
     """The pilot of issue 15: learning curves of MAE and U-MAE on Fashion-MNIST (28 px), paired by seed.
 
     One micro ViT (64-d, 2 layers) per (method, seed) with the official-code model choices
-    (``maelab.models.OFFICIAL_CHOICES``), snapshots kept at every epoch and evaluated at ``curve_epochs``: the
+    (``maelab.result_keys.OFFICIAL_CHOICES``), snapshots kept at every epoch and evaluated at ``curve_epochs``: the
     logistic-regression probe (``logreg_torch``) on ``probe_n_train`` training images drawn by the seed, 20-NN on the
     same images, effective rank of the ``n_test`` test features. ``margin``: MAE has demonstrably learned where its
     [CLS] probe beats the same seed's random init by more than this in every seed. ``timing_patches``: the patch

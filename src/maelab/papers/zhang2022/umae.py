@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from maelab import evaluate, experiments, metrics, models, train
+from maelab import evaluate, experiments, metrics, result_keys, train
 from maelab._util import resolve_device
 from maelab._validate import ParameterError
 from maelab.claims import FineTuneCheck
@@ -89,7 +89,7 @@ def base_spec(settings, dataset: str) -> experiments.PretrainSpec:
     (:func:`maelab.papers.zhang2022.plan.umae_runs`) both build their runs from it."""
     S = settings
     patch = per_dataset(S, "patch_size", dataset)
-    over = {**models.choice_set(S.model_choices), **S.model_overrides}
+    over = {**result_keys.choice_set(S.model_choices), **S.model_overrides}
     if patch is not None:
         over["patch_size"] = patch
     return experiments.PretrainSpec(

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from maelab import experiments, metrics, models
+from maelab import experiments, metrics, result_keys
 from maelab._validate import ParameterError
 from maelab.options import DryRunLimits
 
@@ -279,7 +279,7 @@ def investigation(S: ZhangUMAESettings) -> Investigation:
         f"umae_x{S.lam_factor:g}": umae_fields(S, ids, S.lam * S.lam_factor),
         "umae_meanfeat": umae_fields(S, ids, S.lam, uniformity_feature="mean"),
     }
-    legacy = models.choice_set("legacy")
+    legacy = result_keys.choice_set("legacy")
     if S.model_choices == "official" and short:
         over = {**dict(ua.base_spec(S, ids).model_overrides), **legacy}
         inv["mae_legacy"] = {"model": "mae", "model_overrides": tuple(sorted(over.items()))}
