@@ -45,7 +45,7 @@ __all__ = [
 TRIVIAL_MASKS = 8
 #: Images per batch of :func:`.locality.masked_pixel_spreads` on the zoo's models.
 JAC_BATCH = 500
-#: The generator of the zoo's masks is seeded with MASK_SEED + training seed (the page's own MAEs: 10,000 + seed).
+#: Seed offset of the zoo's mask generator, which is seeded with MASK_SEED + training seed (as the page's own MAEs).
 MASK_SEED = 10_000
 
 

@@ -3,7 +3,7 @@
 **Paper-specific:** one pair per stored result of the page -- ``*_config(S, seed)``, the config dict handed to
 ``ctx.load_or_compute`` (it lists every setting the computation reads, so a changed setting recomputes and an
 unchanged one finds the committed record), and the computation itself, which returns the tables the page plots
-and :mod:`.evidence` decides on:
+and :mod:`maelab.papers.cao2022.evidence` decides on:
 
 * ``thm51_rates``: :func:`rate_tables`, Theorem 5.1's layer change against the grid side n for the four
   variants of :func:`rate_variants` (:func:`maelab.papers.cao2022.kernels.rate_study`);
