@@ -151,10 +151,11 @@ class KongZooSettings(NotebookSettings):
     cpu (issue 26): the shared zoo's recipe, 30,000 images x 16 epochs (480,000 images per model), batch 256, base
     rate 4e-3, 2 warm-up epochs. A pilot at this recipe (r0.75, seed 0) put the masked-patch test loss at 0.70 x the
     patch-mean predictor's and the [CLS] class probe at 28.9 % against 17.3 % at random init. The first regime,
-    2,048 images x 14 epochs (28,672 per model), passed the reconstruction check, but its 0.75 model's [CLS] class probe
-    read 20.5 % against 16.3 % at random init (3 seeds; below it in one) and every ``shapes`` row was inconclusive. A ``shapes`` model sees 64 tokens, so it costs about 26 min on 2
-    cores at this length. The cpu zoo therefore holds only the three ratios the rows compare (0.1, ``unit_ratio``,
-    0.9) at unit 1 and no coarser units.
+    2,048 images x 14 epochs (28,672 per model), passed the reconstruction check, but its 0.75 model's [CLS] class
+    probe read 20.5 % against 16.3 % at random init (3 seeds; below it in one) and every ``shapes`` row was
+    inconclusive. A ``shapes`` model sees 64 tokens, so it costs about 26 min on 2 cores at this length. The cpu zoo
+    therefore holds only the three ratios the rows compare (0.1, ``unit_ratio``, 0.9) at unit 1 and no coarser
+    units.
     """
 
     SMOKE = {

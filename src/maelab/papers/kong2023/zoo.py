@@ -206,8 +206,16 @@ def measure_seed(
             caps=caps,
         )
         rows.append(
-            {"model": name, "ratio": ratio, "unit": unit, "seed": seed, **row, **losses, "train_seconds": train_s,
-             "eval_seconds": time.time() - t}
+            {
+                "model": name,
+                "ratio": ratio,
+                "unit": unit,
+                "seed": seed,
+                **row,
+                **losses,
+                "train_seconds": train_s,
+                "eval_seconds": time.time() - t,
+            }
         )
         if seed == S.seeds[0]:
             feats[name] = fte[: S.n_tsne].numpy()
