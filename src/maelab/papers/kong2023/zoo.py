@@ -22,6 +22,7 @@ import pandas as pd
 
 from ... import data as datasets
 from ... import metrics, models
+from ... import zoo as shared_zoo
 from ..._validate import ParameterError
 from ...experiments import PretrainSpec, build_model, load_data, pretrain
 from ...options import DryRunLimits
@@ -42,6 +43,8 @@ __all__ = [
     "probe_data",
     "measure_seed",
     "tsne_seed",
+    "ink_config",
+    "measure_ink",
 ]
 
 DATASET = "shapes"
@@ -242,3 +245,47 @@ def tsne_seed(measured: dict[str, Any], caps: DryRunLimits | None = None) -> dic
         out[name] = metrics.tsne(f, seed=0, perplexity=min(30.0, (len(f) - 1) / 3), caps=caps)
         stats.append({"model": name, "silhouette": float(rp.feature_silhouette(f, measured["labels"]))})
     return {"embedding": np.stack(list(out.values())), "names": list(out), "stats": pd.DataFrame(stats)}
+
+
+def ink_config(S, ZM) -> dict[str, Any]:
+    """The ``config`` of ``kong_representations``' ``zoo_ink`` result: the measured part of the shared zoo
+    (:func:`maelab.zoo.fingerprint` of ``ZM``, :func:`maelab.zoo.measured`) and the measurement settings of ``S``
+    (a :class:`.settings.KongRepresentationsSettings`)."""
+    return {
+        "what": "ink silhouettes of the shared zoo's encoders",
+        "zoo": shared_zoo.fingerprint(ZM),
+        **S.pick("ink", "n_attention", "n_token_images", "token_threshold"),
+    }
+
+
+def measure_ink(S, ZS, ZM, *, device: str = "cpu", caps: DryRunLimits | None = None) -> dict[str, Any]:
+    """The ink-silhouette rows of the shared zoo's unit-1 encoders and their random inits, every seed of ``ZM``
+    (:func:`~maelab.papers.kong2023.representations.ink_silhouette_row`: [CLS] attention on a digit's ink and the
+    per-token ink probe); returns ``{"marks": DataFrame}`` (``model``, ``seed``, the row's keys).
+
+    ``ZS``: the shared zoo's :class:`maelab.zoo.ZooSettings`; ``ZM``: its measured part (:func:`maelab.zoo.measured`),
+    whose checkpoints are loaded, or re-trained where missing (:func:`maelab.zoo.trained_model`)."""
+    tr, te = shared_zoo.data(ZS, device)
+    out = []
+    for s in ZM.seeds:
+        encoders = [
+            (
+                shared_zoo.label(r, 1),
+                shared_zoo.trained_model(ZM, r, 1, s, device, train_data=tr, test_data=te, caps=caps),
+            )
+            for r in ZS.mask_ratios
+        ] + [("random init", shared_zoo.random_init(ZS, s, device))]
+        for name, model in encoders:
+            row = rp.ink_silhouette_row(
+                model,
+                tr.images,
+                te.images,
+                ink=S.ink,
+                n_attention=S.n_attention,
+                n_token_images=S.n_token_images,
+                token_threshold=S.token_threshold,
+                seed=s,
+                caps=caps,
+            )
+            out.append({"model": name, "seed": s, **row})
+    return {"marks": pd.DataFrame(out)}
