@@ -1,25 +1,53 @@
 """The Kong zoo (shared specs, random init), the trained-model settings, the reconstruction precondition and the
 representation helpers added for the trained-model notebooks; expected values computed by hand."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
 
-from maelab import book, models, profiles, reconstruction, result_keys
+from maelab import book, models, paths, profiles, reconstruction, result_keys, store
 from maelab import zoo as core_zoo
 from maelab._validate import ParameterError
 from maelab.papers.kong2023 import plan, representations, zoo
 
 
 def test_zoo_holds_every_ratio_at_unit_1_and_every_unit_at_075():
-    S = profiles.settings("kong_representations", "cpu")
+    S = profiles.settings("kong_representations", "gpu")
     assert zoo.configs(S) == [(0.1, 1), (0.25, 1), (0.5, 1), (0.75, 1), (0.9, 1), (0.75, 2), (0.75, 4)]
-    assert len(zoo.configs(S)) * len(S.seeds) == 21 and len(S.seeds) >= 3
     s = zoo.spec(S, 0.75, 4, 2)
     assert (s.dataset, s.mask_ratio, s.seed, dict(s.model_overrides)["mask_unit"]) == ("shapes", 0.75, 2, 4)
     assert dict(s.model_overrides)["norm_pix_loss"] is True
     with pytest.raises(ParameterError, match="^ratio, unit must be a pair of the zoo"):
         zoo.spec(S, 0.5, 2, 0)
+
+
+def test_cpu_zoo_holds_the_three_compared_ratios_at_the_shared_zoos_recipe():
+    """cpu (issue 26): only the ratios the shapes rows compare, at unit 1, trained as the shared zoo's entries
+    (480,000 images per model, batch 256, base rate 4e-3, 2 warm-up epochs) with the shared zoo's seeds."""
+    S = profiles.settings("kong_representations", "cpu")
+    Z = core_zoo.ZooSettings.for_profile("cpu")
+    assert zoo.configs(S) == [(0.1, 1), (0.75, 1), (0.9, 1)]
+    assert S.n_train * S.epochs == 480_000
+    assert (S.batch_size, S.blr, S.warmup_epochs) == (Z.batch_size, Z.blr, Z.warmup_epochs)
+    assert list(S.seeds) == list(Z.seeds)
+    with pytest.raises(ParameterError, match="^ratio, unit must be a pair of the zoo"):
+        zoo.spec(S, 0.75, 2, 0)
+
+
+def test_the_page_finds_its_committed_records():
+    """The configs of kong_representations' stored results, rebuilt by kong2023.zoo, hash to the committed records
+    (a changed config would recompute them)."""
+    S = profiles.settings("kong_representations", "cpu")
+    Z = core_zoo.ZooSettings.for_profile("cpu")
+    folder = paths.committed_results() / "kong_representations"
+    wanted = {f"encoders_s{s}": zoo.encoders_config(S, s) for s in S.seeds}
+    wanted["zoo_ink"] = zoo.ink_config(S, core_zoo.measured(Z))
+    wanted["tsne"] = {**zoo.encoders_config(S, S.seeds[0]), "what": "t-SNE of the seed-0 test features"}
+    for name, config in wanted.items():
+        stored = json.loads((folder / f"{name}.cpu.json").read_text())["provenance"]["config_hash"]
+        assert store.config_hash({"profile": "cpu", **config}) == stored, name
 
 
 @pytest.mark.parametrize("profile", profiles.PROFILE_NAMES)
@@ -87,10 +115,10 @@ def test_plans_count_the_zoo_once_per_seed():
     assert all(r.steps == S.epochs * (S.n_train // S.batch_size) for r in rec)
     *train, rep = runs["kong_representations"]  # its own shapes zoo, then the frozen-encoder passes
     R = profiles.settings("kong_representations", "cpu")
-    assert [r.repeats for r in train] == [3] * 7 and all(
+    assert [r.repeats for r in train] == [6] * 3 and all(
         r.steps == R.epochs * (R.n_train // R.batch_size) for r in train
     )
-    assert rep.steps == 0 and rep.repeats == 3 * (7 + 1)
+    assert rep.steps == 0 and rep.repeats == 6 * (3 + 1)
 
 
 # ------------------------------------------------------------------ the reconstruction precondition

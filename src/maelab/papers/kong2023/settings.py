@@ -142,12 +142,21 @@ def _has_ratio(ratios, r: float) -> bool:
 
 @notebook_settings
 class KongZooSettings(NotebookSettings):
-    """The shared zoo of MAEs (:mod:`maelab.papers.kong2023.zoo`): every mask ratio at masking unit 1 and every
-    masking unit at ``unit_ratio``, for every seed, pre-trained on ``shapes`` with the official MAE recipe
-    (norm-pix loss, official-code model choices) at a CPU-sized length; plus the same architecture at random
-    initialisation per seed. Not a notebook: :class:`KongReconstructionSettings` and
-    :class:`KongRepresentationsSettings` inherit these fields and overrides, so both notebooks train (or load)
-    the same checkpoints.
+    """The ``shapes`` zoo of MAEs (:mod:`maelab.papers.kong2023.zoo`) of ``kong_representations``: every mask ratio
+    at masking unit 1 and every masking unit at ``unit_ratio``, for every seed, pre-trained on ``shapes`` with the
+    official MAE recipe (norm-pix loss, official-code model choices); plus the same architecture at random
+    initialisation per seed. :class:`KongRepresentationsSettings` inherits these fields and overrides. (Fig. 5 and
+    the masking-unit rows read the book's shared MNIST zoo, :mod:`maelab.zoo`.)
+
+    cpu (issue 26): the shared zoo's recipe, 30,000 images x 16 epochs (480,000 images per model), batch 256, base
+    rate 4e-3, 2 warm-up epochs. A pilot at this recipe (r0.75, seed 0) put the masked-patch test loss at 0.70 x the
+    patch-mean predictor's and the [CLS] class probe at 28.9 % against 17.3 % at random init. The first regime,
+    2,048 images x 14 epochs (28,672 per model), passed the reconstruction check, but its 0.75 model's [CLS] class
+    probe read 20.5 % against 16.3 % at random init (3 seeds; below it in one) and every ``shapes`` row was
+    inconclusive. A ``shapes`` model sees 64 tokens (the shared zoo's MNIST models 16), so it costs about 11 min of
+    a one-thread process, two side by side on 2 cores. The cpu zoo therefore holds only the three ratios the rows
+    compare (0.1, ``unit_ratio``, 0.9) at unit 1 and no coarser units, and the shared zoo's 6 seeds (fixed before
+    any result of this regime was read).
     """
 
     SMOKE = {
@@ -158,8 +167,12 @@ class KongZooSettings(NotebookSettings):
         "n_test": 64,
         "epochs": 1,
         "batch_size": 64,
+        "blr": 1e-2,
+        "warmup_epochs": 1,
     }
     GPU = {
+        "mask_ratios": [0.1, 0.25, 0.5, 0.75, 0.9],
+        "units": [1, 2, 4],
         "size": "small",
         "seeds": [0, 1, 2, 3, 4],
         "n_train": 20000,
@@ -171,23 +184,23 @@ class KongZooSettings(NotebookSettings):
 
     size: str = setting("micro", "model size (maelab.models.SIZES; its patch size is the ViT patch)", is_str())
     mask_ratios: tuple = setting(
-        [0.1, 0.25, 0.5, 0.75, 0.9],
-        "pre-training mask ratios at masking unit 1 (Fig. 5 top row; must hold 0.1, 0.9 and unit_ratio)",
+        [0.1, 0.75, 0.9],
+        "pre-training mask ratios at masking unit 1 (must hold 0.1, 0.9 and unit_ratio)",
         is_list(is_ratio(), min_len=3, increasing=True, why="the claims compare 0.1 and 0.9 with unit_ratio"),
     )
     units: tuple = setting(
-        [1, 2, 4],
-        "masking units in tokens (unit x unit token blocks) at unit_ratio (Fig. 5 bottom row; must hold 1)",
-        is_list(is_int(), min_len=2, increasing=True, why="the masking-unit claims are trends over units"),
+        [1],
+        "masking units in tokens (unit x unit token blocks) at unit_ratio (must start at 1)",
+        is_list(is_int(), increasing=True),
     )
     unit_ratio: float = setting(0.75, "mask ratio of the masking-unit runs (the paper's default, 0.75)", is_ratio())
-    seeds: tuple = setting([0, 1, 2], "pre-training seeds (>= 2 for the paired claims)", is_list(is_int(0)))
-    n_train: int = setting(2048, "shapes training images (data seed 0)", is_int(2))
+    seeds: tuple = setting([0, 1, 2, 3, 4, 5], "pre-training seeds (>= 2 for the paired claims)", is_list(is_int(0)))
+    n_train: int = setting(30000, "shapes training images (data seed 0)", is_int(2))
     n_test: int = setting(500, "shapes test images of the trainer's online probe and of the loss check", is_int(2))
-    epochs: int = setting(14, "pre-training epochs", is_int())
-    batch_size: int = setting(64, "pre-training batch size", is_int())
-    blr: float = setting(1e-2, "base learning rate: peak lr = blr * batch / 256", is_number(0.0, low_open=True))
-    warmup_epochs: float = setting(1, "linear warm-up epochs", is_number(0.0))
+    epochs: int = setting(16, "pre-training epochs", is_int())
+    batch_size: int = setting(256, "pre-training batch size", is_int())
+    blr: float = setting(4e-3, "base learning rate: peak lr = blr * batch / 256", is_number(0.0, low_open=True))
+    warmup_epochs: float = setting(2, "linear warm-up epochs", is_number(0.0))
 
     @property
     def grid_side(self) -> int:
