@@ -131,3 +131,49 @@ def test_counting_copies_the_module_not_the_weights_and_leaves_the_model_alone()
     cost.peak_memory_bytes(m, 8, kind="finetune", amp="off", measure_cuda=False)
     assert not m.training and all(p.grad is None and p.device.type == "cpu" for p in m.parameters())
     assert all(torch.equal(v, before[k]) for k, v in m.state_dict().items())
+
+
+def test_a_plan_counts_in_two_processes_and_keeps_every_count(fresh, monkeypatch, tmp_path):
+    """Two groups of runs of two shapes: a forked helper counts one group and hands its counts back. The table is
+    the one-process plan's, this process counted only its own group, and the counts file holds both groups'."""
+    from conftest import synthetic_calibration
+
+    from maelab.cost import planning
+
+    other = cost.ModelShape("mae", "micro", (("depth", 2), ("decoder_depth", 1)), img_size=16, channels=1)
+
+    def run(label, shape):
+        return cost.PlannedRun(label, model="mae", size="micro", overrides=shape.overrides, img_size=16, channels=1,
+                               batch_size=8, steps=10, mask_ratio=0.75, eval_images=16)  # fmt: skip
+
+    plans = {"a": [run("a", SHAPE)], "b": [run("b", other)]}
+    cal = synthetic_calibration()
+    planning._costs.cache_clear()  # this process's per-run memo (counts are what the test is about)
+    monkeypatch.setattr(planning.os, "cpu_count", lambda: 2)
+    two = cost.plan("smoke", plans=plans, calibration=cal, memory=False)
+    assert sorted(fresh) == ["eval_flops", "step_flops"]  # one group here, the other in the helper
+    entries = json.loads(cc.cache_path().read_text())["entries"]
+    shapes = {json.dumps(json.loads(k)[1]) for k in entries if json.loads(k)[0] == "pretrain step"}
+    assert shapes == {json.dumps(SHAPE.key()), json.dumps(other.key())}
+
+    monkeypatch.setattr(planning.os, "cpu_count", lambda: 1)  # one process, a fresh cache: every count made here
+    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path / "one"))
+    cc.clear_memory()
+    planning._costs.cache_clear()
+    fresh.clear()
+    one = cost.plan("smoke", plans=plans, calibration=cal, memory=False)
+    assert sorted(fresh) == ["eval_flops", "eval_flops", "step_flops", "step_flops"]
+    assert one.equals(two)
+
+
+def test_adopted_counts_are_kept_and_written_once_and_a_helper_writes_none(fresh, monkeypatch):
+    cc.adopt({json.dumps(["model", SHAPE.key()]): [7, 3]})
+    assert cc.model_facts(SHAPE) == (7, 3) and fresh == []  # taken as counted, not counted again
+    assert json.loads(cc.cache_path().read_text())["entries"] == {json.dumps(["model", SHAPE.key()]): [7, 3]}
+    with pytest.raises(Exception, match="^entries must be a dict of counts by key"):
+        cc.adopt([1, 2])
+    monkeypatch.setattr(cc, "_WRITES", [True])
+    cc.keep_in_memory()
+    cc.eval_batch(SHAPE, 8)
+    assert len(json.loads(cc.cache_path().read_text())["entries"]) == 1  # counted, kept in memory, not written
+    assert any(json.loads(k)[0] == "eval batch" for k in cc.counted_here())

@@ -72,6 +72,7 @@ class ModelShape:
 _MEMO: dict[str, list] = {}  # this process's counts, by key
 _DISK: dict[str, Any] = {}  # {"path": Path, "entries": {key: value}} once read
 _WARNED: list[str] = []
+_WRITES = [True]  # False in a helper process of maelab.cost.plan (keep_in_memory)
 
 
 def clear_memory() -> None:
@@ -129,13 +130,16 @@ def _disk() -> dict[str, list]:
     return _DISK["entries"]
 
 
-def _write(key: str, value: list) -> None:
-    """Add one entry to the counts file: read it again (another process may have added entries), add, replace."""
+def _write(new: dict[str, list]) -> None:
+    """Add entries to the counts file: read it again (another process may have added entries), add, replace. Not in
+    a helper process of :func:`maelab.cost.plan` (:func:`keep_in_memory`): it hands its counts back instead."""
     from .._util import atomic_path
 
+    if not _WRITES[0]:
+        return
     path = _DISK["path"]
     try:
-        entries = {**_read(path), key: value}
+        entries = {**_read(path), **new}
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
             Path(tmp).write_text(json.dumps({"format": _FORMAT, "entries": entries}, sort_keys=True) + "\n")
@@ -145,6 +149,31 @@ def _write(key: str, value: list) -> None:
             print(f"[cost] counts not cached on disk ({e}); they are counted again next time", file=sys.stderr)
         return
     _DISK["entries"] = entries
+
+
+def keep_in_memory() -> None:
+    """Make this process keep its counts in memory only (a helper process of :func:`maelab.cost.plan`, which hands
+    them back with :func:`counted_here`; two processes writing the one counts file would lose each other's
+    entries)."""
+    _WRITES[0] = False
+
+
+def counted_here() -> dict[str, list]:
+    """This process's counts, by key (what a helper process hands back to :func:`adopt`)."""
+    return dict(_MEMO)
+
+
+def adopt(entries: dict[str, list]) -> None:
+    """Take the counts another process made (:func:`counted_here` there): keep them in this process and add them
+    to the counts file in one write. Entries already known here are kept as they are."""
+    if not isinstance(entries, dict):
+        raise ParameterError("entries", "a dict of counts by key (counted_here)", type(entries).__name__)
+    new = {k: v for k, v in entries.items() if k not in _MEMO and isinstance(k, str) and isinstance(v, list)}
+    if not new:
+        return
+    _MEMO.update(new)
+    _disk()
+    _write(new)
 
 
 def _counted(what: str, shape: ModelShape, args: list, count: Callable[[], list], form: Callable[[list], bool]) -> list:
@@ -158,7 +187,7 @@ def _counted(what: str, shape: ModelShape, args: list, count: Callable[[], list]
     value = _disk().get(key)
     if value is None or not form(value):
         value = count()
-        _write(key, value)
+        _write({key: value})
     _MEMO[key] = value
     return value
 
