@@ -320,6 +320,9 @@ def _count_in_helper(groups, devices, memory: bool, conn) -> None:
     """In the helper process of :func:`_count_in_two`: price ``groups`` (counting what is not cached) and send the
     counts back; on any error send nothing (the parent then counts those itself)."""
     try:
+        import torch
+
+        torch.set_num_threads(1)
         cache.keep_in_memory()
         for runs in groups:
             format_plan_table(runs, devices, memory=memory)
@@ -334,16 +337,17 @@ def _count_in_two(groups: list, devices, memory: bool) -> None:
     """Make the counts of every group of planned runs in two processes where the machine has two cores or more.
 
     Why: a plan's time is its counting (single-threaded Python work, :mod:`maelab.cost.cache`), so a cold gpu plan
-    took about 35 s on 2 cores with one of them idle. A forked helper prices every other group (largest groups
-    first, alternating) while this process prices the rest; the helper's counts come back through a pipe and are
-    added to this process and to the counts file (:func:`maelab.cost.cache.adopt`), so the table is then made from
-    counts alone, identical to a one-process plan. Nothing happens on one core or where ``fork`` is unavailable;
-    a helper that fails only costs the time of counting its groups here.
+    took about 35 s on 2 idle cores in one process. A helper process prices every other group (largest groups first,
+    alternating) while this process prices the rest; the helper's counts come back through a pipe and are added to
+    this process and to the counts file (:func:`maelab.cost.cache.adopt`), so the table is then made from counts
+    alone, identical to a one-process plan. The helper is *spawned*, not forked: a fork of a process whose torch
+    has already run multi-threaded kernels can hang in the child (OpenMP is not fork-safe), which a test session
+    does. Nothing happens on one core; a helper that fails only costs the time of counting its groups here.
     """
-    if len(groups) < 2 or (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if len(groups) < 2 or (os.cpu_count() or 1) < 2:
         return
     ordered = sorted(groups, key=len, reverse=True)
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
     helper = ctx.Process(target=_count_in_helper, args=(ordered[1::2], devices, memory, send), daemon=True)
     helper.start()
