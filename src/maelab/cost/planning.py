@@ -342,7 +342,8 @@ def _count_in_two(groups: list, devices, memory: bool) -> None:
     this process and to the counts file (:func:`maelab.cost.cache.adopt`), so the table is then made from counts
     alone, identical to a one-process plan. The helper is *spawned*, not forked: a fork of a process whose torch
     has already run multi-threaded kernels can hang in the child (OpenMP is not fork-safe), which a test session
-    does. Nothing happens on one core; a helper that fails only costs the time of counting its groups here.
+    does. Nothing happens on one core or where no process can be started; a helper that fails only costs the time of
+    counting its groups here.
     """
     if len(groups) < 2 or (os.cpu_count() or 1) < 2:
         return
@@ -350,7 +351,12 @@ def _count_in_two(groups: list, devices, memory: bool) -> None:
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
     helper = ctx.Process(target=_count_in_helper, args=(ordered[1::2], devices, memory, send), daemon=True)
-    helper.start()
+    try:
+        helper.start()
+    except (OSError, AssertionError):  # no process to spare (e.g. inside a daemonic process): count here
+        send.close()
+        receive.close()
+        return
     send.close()
     try:
         for runs in ordered[0::2]:
