@@ -22,7 +22,7 @@ from ...cost import EvalJob, PlannedRun
 from ...experiments import PretrainSpec
 from ...profiles import settings
 from ...result_keys import choice_set
-from . import ablations, umae
+from . import ablations, mask_graph_report, umae
 from .regime import POOLS
 
 
@@ -147,18 +147,7 @@ def ablation_runs(profile: str) -> list[PlannedRun]:
 
 def mask_graph_runs(profile: str) -> list[PlannedRun]:
     S = settings("zhang_mask_graph", profile)
-    spec = PretrainSpec(
-        dataset="mnist10k",
-        n_train=S.collapse_n_train,
-        n_test=S.collapse_n_test,
-        img_size=28,
-        channels=1,
-        model="mae",
-        size="micro",
-        epochs=S.mae_epochs,
-        mask_ratio=0.75,
-        model_overrides=tuple(sorted(choice_set(S.model_choices).items())),
-    )
+    spec = mask_graph_report.collapse_spec(S, 0)  # the seed changes no cost
     runs = [
         PlannedRun(
             f"collapsed decoder m={m:g}",
