@@ -6,14 +6,18 @@ calibration (``data/results/plan/gpu_calibration.gpu.json``, issue 25) timed ViT
 bound by the host's Python dispatch, not by the GPU, so N processes, each dispatching its own model's steps, may
 share the card with little loss each.
 
-For each N in ``--procs`` (in the order given), N spawned processes (one torch thread each) each time the same
-workload with the real trainer (:func:`maelab.device.calibrate.measure`: bf16 autocast, fused AdamW, the online
-probe; two epochs of ``--iters`` steps on random images held on the device, the second epoch timed). The workload
+For each N in ``--procs`` (in the order given), :func:`maelab.device.calibrate.measure_pool`: N spawned processes
+(one torch thread each) each time the same workload with the real trainer (:func:`maelab.device.calibrate.measure`:
+bf16 autocast, fused AdamW, the online probe; two epochs of ``--iters`` steps on random images held on the device,
+the second epoch timed). The workload
 is the gpu plan's calibration workload whose label is ``--label`` (:func:`maelab.device.calibrate.workloads`). Each
 process first runs a short warm-up measurement (CUDA context, kernels, allocator), then all meet at a barrier and
 run the timed one. Reported per N: each process's images/s in its timed epoch, their sum (the aggregate while all
 ran), and a conservative wall-clock aggregate (every image of the timed measurement, both epochs, over the span from
-the barrier to the last process's end, model building included). ``speedup``: the sum over N=1's images/s.
+the barrier to the last process's end, model building included). ``speedup``: the sum over N=1's images/s. (The
+run of 2026-11-27 also kept each process's images/s, ``images_per_s_each``; the library function now returns the
+sum only.) An installment's ``--calibrate`` now makes the same measurement at 1 and 8 processes and stores it for
+the cost model (the calibration's ``pool`` table).
 
 Results are printed and written (atomically) after every N to ``--out`` (default
 ``benchmarks/results/gpu_concurrency-<device>-<utc>.json``), so a run stopped at its time limit keeps what it
@@ -30,12 +34,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import multiprocessing as mp
 import os
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -52,50 +54,6 @@ def _workload(label: str):
         if r.label == label:
             return r
     raise SystemExit(f"--label: one of {[r.label for r in runs]}, got {label!r}")
-
-
-def _child(run, iters: int, device: str, barrier, queue) -> None:
-    import torch
-
-    torch.set_num_threads(1)
-    from maelab.device.calibrate import measure
-
-    try:
-        measure(run, device=device, iters=max(2, iters // 4))  # warm-up: context, kernels, allocator
-        barrier.wait(timeout=300)
-        t0 = time.time()
-        row = measure(run, device=device, iters=iters)
-        queue.put({"ok": True, "images_per_s": row["images_per_s"], "t0": t0, "t1": time.time(),
-                   "batch_size": run.batch_size})
-    except Exception as e:  # reported, never hidden: the parent records the error line
-        barrier.abort()
-        queue.put({"ok": False, "error": f"{type(e).__name__}: {e}"})
-
-
-def measure_n(n: int, run, iters: int, device: str) -> dict:
-    ctx = mp.get_context("spawn")
-    barrier, queue = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=_child, args=(run, iters, device, barrier, queue)) for _ in range(n)]
-    t_start = time.time()
-    for p in procs:
-        p.start()
-    got = [queue.get(timeout=600) for _ in range(n)]
-    for p in procs:
-        p.join(timeout=60)
-    bad = [g["error"] for g in got if not g["ok"]]
-    if bad:
-        return {"procs": n, "error": bad[0], "seconds_total": time.time() - t_start}
-    ips = [g["images_per_s"] for g in got]
-    span = max(g["t1"] for g in got) - min(g["t0"] for g in got)
-    images = sum(2 * iters * g["batch_size"] for g in got)
-    return {
-        "procs": n,
-        "images_per_s_each": ips,
-        "images_per_s_sum": sum(ips),
-        "images_per_s_wall": images / span,
-        "timed_span_s": span,
-        "seconds_total": time.time() - t_start,
-    }
 
 
 def _git_commit() -> str:
@@ -120,6 +78,7 @@ def main(argv=None) -> int:
     import torch
 
     from maelab._util import atomic_path, device_name, resolve_device
+    from maelab.device.calibrate import measure_pool
 
     dev = resolve_device(args.device)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -143,13 +102,18 @@ def main(argv=None) -> int:
     print(f"[gpu_concurrency] {result['provenance']['device']} · torch {torch.__version__} · {args.label}", flush=True)
     run, base = _workload(args.label), None  # resolved once here, handed to the children
     for n in args.procs:
-        row = measure_n(n, run, args.iters, str(dev))
+        try:
+            row = measure_pool(run, n, device=str(dev), iters=args.iters)
+        except RuntimeError as e:
+            row = {"procs": n, "error": str(e)}
         if "error" not in row:
             base = row["images_per_s_sum"] if n == 1 else base
             row["speedup"] = row["images_per_s_sum"] / base if base else None
-            print(f"[gpu_concurrency] N={n:2d}: {row['images_per_s_sum']:9,.0f} images/s together "
-                  f"({row['images_per_s_wall']:9,.0f} by wall clock; each {min(row['images_per_s_each']):,.0f}-"
-                  f"{max(row['images_per_s_each']):,.0f}); {row['seconds_total']:.1f} s", flush=True)
+            print(
+                f"[gpu_concurrency] N={n:2d}: {row['images_per_s_sum']:9,.0f} images/s together "
+                f"({row['images_per_s_wall']:9,.0f} by wall clock); {row['seconds']:.1f} s",
+                flush=True,
+            )
         else:
             print(f"[gpu_concurrency] N={n:2d}: failed: {row['error']}", flush=True)
         result["results"].append(row)

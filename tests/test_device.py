@@ -4,6 +4,7 @@ datasets, the calibration and the cost model, the progress helper. No test compu
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -52,6 +53,7 @@ def test_pack_run_import_round_trip(dry, tmp_path):
     outcome = manifest["run"]["notebooks"]["masking"]
     assert outcome["status"] == "finished", outcome
     assert manifest["run"]["dry_run"] and manifest["machine"]["device_type"] == "cpu"
+    assert manifest["run"]["train_workers"] == 0  # no pre-training pool on a CPU (maelab.prefetch)
     names = sorted(Path(r).name for r in manifest["records"])
     assert names == ["identity_1d.gpu.json", "spectra_2d.gpu.json"]  # claims records stay behind (derived)
     assert archive.with_suffix(".log").read_text().startswith("==== masking ====")
@@ -239,6 +241,8 @@ def test_run_refuses_a_changed_tree_and_a_gpu_run_without_cuda(dry, tmp_path):
         rn.run(out=tmp_path, pack_dir=pack_dir, device="cpu", log=_quiet)
     with pytest.raises(ParameterError, match="--profile must be the pack's profile 'gpu'"):
         rn.run(out=tmp_path, pack_dir=pack_dir, profile="cpu", device="cpu", dry_run=True, log=_quiet)
+    with pytest.raises(ParameterError, match="--train-workers must be a whole number"):
+        rn.run(out=tmp_path, pack_dir=pack_dir, device="cpu", dry_run=True, train_workers=-1, log=_quiet)
     copy = tmp_path / "pack"
     shutil.copytree(pack_dir, copy)
     (copy / "programs" / "masking.json").write_text("{}")
@@ -411,6 +415,40 @@ def test_calibration_is_stored_and_used_only_when_measured_on_cuda(tmp_path):
     assert measured.name == cost.H100.name  # plan tables keep their column
 
 
+def test_runs_side_by_side_are_measured_and_priced(tmp_path, monkeypatch):
+    """The calibration's pool table (processes side by side, maelab.prefetch) and what the cost model makes of it:
+    a run in a pool of n trains pool_factor(n) times faster, interpolated between the measured counts."""
+    from maelab.cost import devices
+    from maelab.device.calibrate import calibrate
+
+    run = cost.PlannedRun("tiny", size="micro", img_size=16, channels=1, batch_size=8, steps=10)
+    res = calibrate(device="cpu", runs=[run], iters=2, root=tmp_path, allow_cpu=True, pool_procs=(2,), log=_quiet)
+    pool = res["pool"]
+    assert list(pool["procs"]) == [1, 2] and pool["speedup"][0] == 1.0 and pool["speedup"][1] > 0
+    assert pool["images_per_s_wall"][1] == pytest.approx(pool["speedup"][1] * pool["images_per_s_wall"][0])
+    points, where = devices.pool_points(res)
+    assert points == ((1, 1.0), (2, float(pool["speedup"][1]))) and where == "the calibration's pool table"
+    d = dataclasses.replace(cost.H100, pool=((1, 1.0), (4, 2.5), (8, 3.5)), pool_workers=8)
+    assert [d.pool_factor(n) for n in (0, 1, 2, 4, 6, 8, 20)] == pytest.approx([1, 1, 1.5, 2.5, 3.0, 3.5, 3.5])
+    assert dataclasses.replace(d, pool_workers=4).pool_factor(20) == pytest.approx(2.5)  # no more than the workers
+    alone, pooled = (cost.predict(dataclasses.replace(run, pool=n), d) for n in (0, 4))
+    assert pooled["train_s"] == pytest.approx(alone["train_s"] / 2.5) and pooled["eval_s"] == alone["eval_s"]
+    # before calibrations measured the pool: the newest benchmarks/gpu_concurrency result, by the wall clock
+    bench = tmp_path / "repo" / "benchmarks" / "results"
+    bench.mkdir(parents=True)
+    rows = [
+        {"procs": 1, "images_per_s_wall": 100.0},
+        {"procs": 8, "images_per_s_wall": 340.0},
+        {"procs": 4, "error": "x"},
+    ]
+    (bench / "gpu_concurrency-cuda-20260101T000000Z.json").write_text(
+        json.dumps({"provenance": {"device": "GPU X"}, "results": rows})
+    )
+    monkeypatch.setattr(devices.paths, "repo_root", lambda: tmp_path / "repo")
+    points, where = devices.pool_points(None)
+    assert points == ((1, 1.0), (8, 3.4)) and "gpu_concurrency-cuda-20260101T000000Z.json (GPU X)" in where
+
+
 # ----------------------------------------------------------------------------------------------- progress
 def test_progress_counts_stored_results_and_completeness(tmp_path):
     from maelab.device.progress import progress
@@ -428,6 +466,10 @@ def test_progress_counts_stored_results_and_completeness(tmp_path):
     assert not t.loc["masking", "complete"] and t.loc["masking", "min spent"] == 0  # computed on a CPU
     assert t.loc["masking", "predicted min left"] == t.loc["masking", "predicted min"]
     assert t.loc["kong_theory", "planned runs"] == 0 and t.loc["kong_theory", "results stored"] == 0
+    # a part of a record not yet stored (maelab.parts) is progress, not a result
+    store.save("c__run_s0", {"k": 1}, {"x": 1}, notebook="masking", profile="gpu", root=tmp_path)
+    t = progress("gpu", root=tmp_path, plans=plans, device=cost.H100).set_index("notebook")
+    assert t.loc["masking", "results stored"] == 1 and t.loc["masking", "parts stored"] == 1
     claims = {"c": {"sources": [{"name": "a", "config_hash": rec.provenance["config_hash"]}]}}
     store.save("claims", {"k": 0}, {"claims": claims}, notebook="masking", profile="gpu", root=tmp_path)
     t = progress("gpu", root=tmp_path, plans=plans, device=cost.H100).set_index("notebook")

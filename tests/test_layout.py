@@ -29,6 +29,8 @@ GENERAL = {
     "device",
     "evaluate",
     "experiments",
+    "parts",
+    "prefetch",
     "linear_mae",
     "logreg",
     "masking",

@@ -440,6 +440,17 @@ def test_read_takes_only_the_stored_config_and_never_computes(tmp_path):
     assert len(calls) == 1  # read computed nothing
 
 
+def test_matches_says_whether_load_or_compute_would_load(tmp_path):
+    from maelab.options import RunOptions
+
+    opts = RunOptions(results_root=str(tmp_path))
+    assert not store.matches("nb", "res", "cpu", {"a": 1}, opts)  # nothing stored
+    store.load_or_compute("res", {"a": 1}, _fn([]), notebook="nb", profile="cpu", options=opts, log=None)
+    assert store.matches("nb", "res", "cpu", {"a": 1}, opts) and not store.matches("nb", "res", "cpu", {"a": 2}, opts)
+    (tmp_path / "nb" / "res.cpu.json").write_text("{}")  # a record that does not verify is not a match
+    assert not store.matches("nb", "res", "cpu", {"a": 1}, opts)
+
+
 def test_claims_difference_sees_a_reworded_criterion():
     """A record whose reason is not what today's criterion says of its own evidence is stale wording: rewritten."""
     from maelab import claims as C

@@ -39,7 +39,7 @@ from . import evaluate, metrics, models, result_keys, train
 from ._util import resolve_device
 from ._validate import ParameterError, one_of, positive_int
 from .options import DryRunLimits, cap
-from .train.checkpoint import adopt_legacy_checkpoint
+from .train.checkpoint import adopt_legacy_checkpoint, checkpoint_lock
 
 
 @dataclasses.dataclass(frozen=True)
@@ -345,20 +345,23 @@ def pretrain(
         online_probe=tr.labels is not None,
     )
     ckdir = train.default_checkpoint_dir(spec.key, caps)
-    # the folder's name (spec.key) hashes every field that builds the model, so it vouches for a checkpoint written
-    # before checkpoints recorded the model's description: that one is given it instead of being refused
-    adopt_legacy_checkpoint(ckdir, model)
-    res = train.train(
-        model,
-        tr,
-        cfg,
-        eval_data=te if te.labels is not None else None,
-        checkpoint_dir=ckdir,
-        device=str(dev),
-        progress=progress,
-        callbacks=callbacks,
-        caps=caps,
-    )
+    # one writer per checkpoint: a prefetch worker (maelab.prefetch) training this spec is waited for, and its
+    # finished checkpoint is then resumed below without a step
+    with checkpoint_lock(ckdir):
+        # the folder's name (spec.key) hashes every field that builds the model, so it vouches for a checkpoint
+        # written before checkpoints recorded the model's description: that one is given it instead of being refused
+        adopt_legacy_checkpoint(ckdir, model)
+        res = train.train(
+            model,
+            tr,
+            cfg,
+            eval_data=te if te.labels is not None else None,
+            checkpoint_dir=ckdir,
+            device=str(dev),
+            progress=progress,
+            callbacks=callbacks,
+            caps=caps,
+        )
     return res.model, res, tr, te
 
 

@@ -157,6 +157,10 @@ class RunOptions:
         allow_cpu: let the gpu profile compute on a machine without CUDA (``--force-cpu``).
         git: (commit, dirty) of the tree the code was packed from, for a machine whose copy has no ``.git`` (the
             lent GPU machine, ``maelab.device``); None: ask git.
+        train_workers: processes that pre-train a page's independent runs side by side (:mod:`maelab.prefetch`;
+            0 or 1: none). The device runner sets 8 on CUDA.
+        store_parts: store the runs of a record being computed as its parts (:mod:`maelab.parts`), so that a
+            computation stopped midway keeps them. The device runner sets it.
     """
 
     profile: str = "cpu"
@@ -170,6 +174,8 @@ class RunOptions:
     dry_run: DryRunLimits | None = None
     allow_cpu: bool = False
     git: tuple[str, bool] | None = None
+    train_workers: int = 0
+    store_parts: bool = False
 
     def __post_init__(self) -> None:
         from .profiles import PROFILE_NAMES, validate_core
@@ -187,6 +193,10 @@ class RunOptions:
         if self.dry_run is not None and not isinstance(self.dry_run, DryRunLimits):
             raise ParameterError("dry_run", "None or a maelab.options.DryRunLimits", type(self.dry_run).__name__)
         is_bool("allow_cpu", self.allow_cpu)
+        is_bool("store_parts", self.store_parts)
+        tw = self.train_workers
+        if not isinstance(tw, int) or isinstance(tw, bool) or not 0 <= tw <= 64:
+            raise ParameterError("train_workers", "a whole number of processes in [0, 64]", tw)
         set_(self, "git", _git(self.git))
         if self.dry_run is not None and (self.no_compute is not None or self.recompute):
             raise ParameterError(

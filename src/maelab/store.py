@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _records, paths
+from . import _records, parts, paths
 from ._records import SCHEMA
 from ._records import canonical as _canonical
 from ._records import sha256_file as _sha256_file  # noqa: F401 - used as store._sha256_file by the tests
@@ -486,6 +486,13 @@ def read(notebook: str, name: str, profile: str, config: dict, root: str | os.Pa
     return found
 
 
+def matches(notebook: str, name: str, profile: str, config: dict, options: RunOptions | None = None) -> bool:
+    """Whether :func:`load_or_compute` would load rather than compute (a trustworthy record of ``config``'s hash
+    under the results root of ``profile`` and ``options``): read, silent; asked before a pending run is prefetched."""
+    path = record_path(results_root(profile, options), notebook, name, profile)
+    return _stored(path, config_hash(config), lambda line: None, quiet=True) is not None
+
+
 def _log_stderr(line: str) -> None:
     """The store's default log: one line on stderr (the book does not render stderr; a terminal shows it)."""
     print(line, file=sys.stderr, flush=True)
@@ -556,7 +563,12 @@ def load_or_compute(
                 say(f"[store] {json_path.name}: stored by another process meanwhile; loading it")
                 return found
         t0 = time.perf_counter()
-        with datasets_used() as used_datasets:  # provenance: hashes of the datasets fn loads
+        where = {"name": name, "config_hash": h, "notebook": notebook, "profile": profile, "root": root}
+        # provenance: hashes of the datasets fn loads; its units may be stored as parts of this record (maelab.parts)
+        with (
+            datasets_used() as used_datasets,
+            parts.scope(**where, device=device, recompute=recompute, options=options),
+        ):
             out = fn()
         wall = time.perf_counter() - t0
         if not isinstance(out, dict):

@@ -55,6 +55,7 @@ from ._validate import ParameterError, one_of
 from .claims import ReconstructionCheck
 from .experiments import PretrainSpec, build_model, load_data, pretrain
 from .options import DryRunLimits, RunOptions, cap
+from .prefetch import prefetch
 from .profiles import (
     PROFILE_NAMES,
     NotebookSettings,
@@ -483,11 +484,22 @@ def fingerprint(S: ZooSettings) -> dict[str, str]:
     return {name: store.config_hash(cfg) for name, cfg in (_job_key(S, j) for j in _jobs(S) if j[0] != "raw")}
 
 
+def pending_specs(S: ZooSettings, options: RunOptions) -> list[PretrainSpec]:
+    """The specs of the trained entries :func:`compute` would compute (not stored, or ``options.recompute``)."""
+    keyed = [(job, *_job_key(S, job)) for job in _jobs(S) if job[0] == "entry"]
+    stored = {name for _, name, cfg in keyed if store.matches(NOTEBOOK, name, options.profile, cfg, options)}
+    return [spec(S, j[2], j[3], j[1]) for j, name, _ in keyed if options.recompute or name not in stored]
+
+
 def compute(S: ZooSettings, options: RunOptions, *, raw_pixels: bool = False):
     """Every entry of the zoo (and its random-init baselines; the raw-pixel probe with ``raw_pixels``), each
     loaded from the store or computed and stored, in the run ``options`` make (a page passes ``ctx.options``:
     profile, device, recompute, results root, dry-run caps): ``{store name: maelab.store.Result}`` in ``_jobs``
     order. What a page calls before it reads the zoo (:func:`load_entries`, with ``root=ctx.root``)."""
+    options = _options(options)
+    # on a lent GPU a pool of workers pre-trains the pending entries side by side while the loop measures them
+    dev, todo = str(resolve_device(options.device)), pending_specs(S, options)
+    prefetch(todo, device=dev, caps=options.caps, workers=options.train_workers)
     out = {}
     for job in _jobs(S):
         if job[0] != "raw" or raw_pixels:

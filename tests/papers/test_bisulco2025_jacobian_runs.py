@@ -9,7 +9,7 @@ import torch
 
 from maelab import models, paths, profiles, store, zoo
 from maelab._validate import ParameterError
-from maelab.options import DryRunLimits
+from maelab.options import DryRunLimits, RunOptions
 from maelab.papers.bisulco2025 import jacobian_runs as jr
 
 
@@ -18,11 +18,21 @@ class FakeContext(SimpleNamespace):
     computes only when ``compute`` is set."""
 
     def __init__(self, compute=True):
-        super().__init__(device=torch.device("cpu"), progress=False, caps=DryRunLimits(), calls=[], compute=compute)
+        super().__init__(
+            device=torch.device("cpu"),
+            progress=False,
+            caps=DryRunLimits(),
+            options=RunOptions(),
+            calls=[],
+            compute=compute,
+        )
 
     def load_or_compute(self, name, config, fn, seeds=None):
         self.calls.append((name, config))
         return fn() if self.compute else None
+
+    def is_pending(self, name, config):  # nothing is stored here
+        return True
 
 
 def _committed_hash(name):
@@ -45,11 +55,16 @@ def test_configs_hash_to_the_committed_records():
     assert store.config_hash({"profile": "cpu", **jr.zoo_config(ZM, S)}) == _committed_hash("zoo_jacobians")
 
 
-def test_sweeps_train_each_model_once_and_tabulate(cache):
+def test_sweeps_train_each_model_once_and_tabulate(cache, monkeypatch):
     S = profiles.settings("bisulco_jacobians", "smoke")  # m 0.3 and 0.8 at p 8; p 4 and 8 at m 0.8; one seed
     ctx = FakeContext()
     NL = jr.NonlinearRuns(ctx, S)
+    handed, trained = [], []  # maelab.prefetch's pool is handed exactly the models the loop trains, in order
+    monkeypatch.setattr(jr, "prefetch", lambda specs, **kw: handed.extend(s.key for s in specs))
+    real = jr.pretrain
+    monkeypatch.setattr(jr, "pretrain", lambda spec, **kw: (trained.append(spec.key), real(spec, **kw))[1])
     sw = NL.sweeps()
+    assert handed == trained and len(trained) == 4
     names = [n for n, _ in ctx.calls]
     assert names == ["mae_m080_p8_s0", "mae_m030_p8_s0", "mae_m000_p8_s0", "mae_m080_p4_s0"]
     assert sw["ms"] == [0.3, 0.8] and sw["ps"] == [4, 8]

@@ -130,6 +130,36 @@ def test_evaluate_specs_gives_the_pipeline_numbers(cache):
     assert a["linear_acc"] == b["linear_acc"] and a["rec_loss"] == b["rec_loss"] and a["knn_acc"] == b["knn_acc"]
 
 
+def test_evaluate_specs_inside_an_installment_stores_each_run_and_reuses_it(cache, tmp_path, monkeypatch):
+    """maelab.parts: in a record being computed with store_parts on, each run is its own stored part; computing the
+    record again (as after a cut-off) trains and evaluates nothing and returns the same values."""
+    from maelab import store
+    from maelab.options import RunOptions
+
+    specs = [_spec(epochs=1, n_train=128, n_test=64, seed=s) for s in (0, 1)]
+
+    def record():
+        outs = []
+
+        def fn():
+            outs.extend(sweeps.evaluate_specs(specs, device="cpu", progress=False))
+            return {"acc": [o["linear_acc"] for o in outs]}
+
+        kw = dict(notebook="nb", profile="smoke", root=tmp_path, log=None, options=RunOptions(store_parts=True))
+        store.load_or_compute("grid", {"n": 2}, fn, **kw)
+        return outs
+
+    first = record()
+    assert len(list((tmp_path / "nb").glob("grid__*.smoke.json"))) == 2
+    (tmp_path / "nb" / "grid.smoke.json").unlink()
+    monkeypatch.setattr(E, "pretrain_and_evaluate", lambda *a, **k: pytest.fail("a stored part was computed again"))
+    again = record()
+    for a, b in zip(first, again):
+        assert sorted(a) == sorted(b)
+        for k in a:
+            assert np.array_equal(a[k], b[k]) if isinstance(a[k], np.ndarray) else a[k] == b[k], k
+
+
 def test_evaluate_specs_runs_the_pipeline_with_its_default_probe_blas_limit(monkeypatch):
     import inspect  # the pipeline's default is the one thread the stored sweeps were computed with
 

@@ -202,3 +202,55 @@ def test_bad_input_is_one_line(call, start):
     with pytest.raises(ParameterError) as e:
         call()
     assert str(e.value).startswith(start) and "\n" not in str(e.value)
+
+
+def test_compare_hands_the_prefetch_pool_exactly_the_runs_it_pre_trains(cache, monkeypatch):
+    """maelab.prefetch: the specs compare() hands the worker pool are the ones its loop pre-trains, in that order
+    (a spec that differs in any field would be trained twice on a lent GPU, once in vain)."""
+    from maelab import experiments
+    from maelab.papers.zhang2022 import umae
+
+    handed, trained = [], []
+    monkeypatch.setattr(umae, "prefetch", lambda specs, **kw: handed.extend(s.key for s in specs))
+    real = experiments.pretrain
+    monkeypatch.setattr(experiments, "pretrain", lambda spec, **kw: (trained.append(spec.key), real(spec, **kw))[1])
+    S = profiles.settings("zhang_umae", "smoke")
+    report.compare_run(S, S.datasets[0], device="cpu", progress=False)
+    assert handed == trained and len(set(trained)) == 2 * len(S.seeds)
+
+
+def test_compare_assembled_from_stored_parts_equals_one_computed_in_one_go(cache, tmp_path, monkeypatch):
+    """maelab.parts: an installment stores each run of compare() on its own; the record assembled from those parts
+    (no run computed again) equals the record computed with parts on and with parts off, value for value."""
+    from maelab.options import RunOptions
+    from maelab.papers.zhang2022 import umae
+
+    S = profiles.settings("zhang_umae", "smoke")
+    ds = S.datasets[0]
+
+    def record(root, parts=True):
+        fn = lambda: report.compare_run(S, ds, device="cpu", progress=False)  # noqa: E731
+        kw = dict(notebook="zhang_umae", profile="smoke", root=root, log=None, options=RunOptions(store_parts=parts))
+        return store.load_or_compute(f"compare_{ds}", report.compare_config(S, ds), fn, **kw)
+
+    first = record(tmp_path / "a")
+    stored = sorted(p.name for p in (tmp_path / "a" / "zhang_umae").glob(f"compare_{ds}__*.smoke.json"))
+    assert len(stored) == 2 * len(S.seeds)
+    (tmp_path / "a" / "zhang_umae" / f"compare_{ds}.smoke.json").unlink()  # as if cut off before the record
+    runs = []
+    real = umae.evaluate_run
+    monkeypatch.setattr(umae, "evaluate_run", lambda *a, **k: (runs.append(1), real(*a, **k))[1])
+    assembled = record(tmp_path / "a")
+    assert not assembled.from_store and runs == []  # every run came from its part
+    plain = record(tmp_path / "b", parts=False)
+    timings = ["seconds", "images_per_s", "train_seconds"]  # wall times differ between two computations
+    for other in (first, plain):
+        assert sorted(other.data) == sorted(assembled.data)
+        for k, v in assembled.data.items():
+            if isinstance(v, pd.DataFrame):
+                drop = [c for c in timings if c in v.columns]
+                pd.testing.assert_frame_equal(v.drop(columns=drop), other[k].drop(columns=drop), check_exact=True)
+            elif isinstance(v, np.ndarray):
+                assert np.array_equal(v, other[k]), k
+            else:
+                assert v == other[k], k

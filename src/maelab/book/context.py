@@ -134,6 +134,14 @@ class Context:
         self.results.append(res)
         return res
 
+    def is_pending(self, name: str, config: dict) -> bool:
+        """Whether :meth:`load_or_compute` of ``name`` with ``config`` would compute (nothing matching is stored, or
+        recompute is on) rather than load: what a page's library asks before it hands the runs of pending results
+        to :mod:`maelab.prefetch`. Reads, never computes."""
+        return self.recompute or not store.matches(
+            self.notebook, name, self.profile, {"profile": self.profile, **config}, self.options
+        )
+
     def read(self, notebook: str, name: str, config: dict, *, missing_ok: bool = False) -> store.Result | None:
         """Another notebook's stored result of this profile, read through the store and never computed (the book
         runs notebooks in ``_toc.yml`` order, so the one that computes it runs first).

@@ -127,8 +127,9 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False, runs
             print(table.to_string(index=False))
         return
     per_nb, full = plan_table(profile, calibration=cal, memory=memory)
+    gpu = cost.gpu_device()
     with pd.option_context(*fmt):
-        print(f"H100: {cost.H100_SOURCE}\nCPU: {cal.key}, calibrated {cal.date_utc}\n")
+        print(f"H100: {gpu.source}\nCPU: {cal.key}, calibrated {cal.date_utc}\n")
         print(full.to_string(index=False) + "\n")
         print(per_nb.to_string(index=False))
     over = [nb for nb, m in zip(per_nb.notebook, per_nb["H100 min"]) if isinstance(m, float) and m > 30]
@@ -141,7 +142,7 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False, runs
         reads = {nb: settings_key(nb_settings(nb, profile)) for nb in per_nb.notebook}  # a stale table is detectable
         store.save(
             "notebooks",
-            {"profile": profile, "h100": cost.H100_SOURCE, "calibration": cpu, "notebook_settings": reads},
+            {"profile": profile, "h100": gpu.source, "calibration": cpu, "notebook_settings": reads},
             {"table": per_nb, "calibration": pd.DataFrame([cpu])},
             notebook=PLAN_NOTEBOOK,
             profile=profile,
@@ -162,7 +163,47 @@ def stage_plan_tables(results: Path, folder: Path) -> None:
         missing = pd.DataFrame([{"plan": f"not stored: run python -m maelab.book plan --profile {p} --write"}])
         (rec["table"] if rec else missing).to_csv(folder / f"{p}.csv", index=False)
         (rec["calibration"] if rec else missing).to_csv(folder / f"{p}-calibration.csv", index=False)
+    _stage_gpu_calibration(results, folder)
     rec = store.load(PLAN_NOTEBOOK, COST_CHECK, "cpu", root=results)
     missing = pd.DataFrame([{"check": "not stored: run python scripts/check_cost_model.py --write"}])
     for part in ("summary", "results", "calibration"):
         (rec[part] if rec else missing).to_csv(folder / f"cost-check-{part}.csv", index=False)
+
+
+def _stage_gpu_calibration(results: Path, folder: Path) -> None:
+    """``gpu-measured.csv`` (the stored GPU calibration's timed workloads, with the device, torch and CUDA that timed
+    them) and ``gpu-pool.csv`` (the speed-up of runs trained side by side that the plans use,
+    :func:`maelab.cost.devices.pool_points`), or a one-row CSV saying how to make them."""
+    import pandas as pd
+
+    from ..cost.devices import GPU_CALIBRATION, pool_points
+
+    notebook, name, profile = GPU_CALIBRATION
+    rec = store.load(notebook, name, profile, root=results)
+    if rec is None or rec.data.get("device_type") != "cuda":
+        missing = pd.DataFrame([{"gpu": "not measured: python -m maelab.device run --calibrate on a lent GPU"}])
+        missing.to_csv(folder / "gpu-measured.csv", index=False)
+        missing.to_csv(folder / "gpu-pool.csv", index=False)
+        return
+    pts = rec["points"]
+    when = str(rec.provenance.get("timestamp", ""))[:10]
+    measured = pd.DataFrame(
+        {
+            "workload": pts["label"],
+            "model": pts["size"] + " " + pts["channels"].astype(str) + "x" + pts["img_size"].astype(str) + "px",
+            "batch": pts["batch_size"],
+            "ms per step": (1000 * pts["seconds_per_step"]).round(1),
+            "images/s": pts["images_per_s"].round(0).astype(int),
+            "kernels per step": pts["ops_per_step"],
+            "µs per kernel": (1e6 * pts["seconds_per_step"] / pts["ops_per_step"]).round(1),
+            "% of bf16 peak": (100 * pts["fraction_of_h100_bf16_peak"]).round(2),
+            "measured on": f"{rec['device_name']}, torch {rec['torch']}, CUDA {rec['cuda']}, {when}",
+        }
+    )
+    measured.to_csv(folder / "gpu-measured.csv", index=False)
+    points, where = pool_points(rec)
+    pool = pd.DataFrame(
+        [{"processes": n, "speed-up (wall clock)": round(v, 2), "source": where} for n, v in points]
+        or [{"processes": "—", "speed-up (wall clock)": "not measured", "source": ""}]
+    )
+    pool.to_csv(folder / "gpu-pool.csv", index=False)

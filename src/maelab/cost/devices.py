@@ -57,6 +57,22 @@ class Device:
     curve: tuple = ()
     memory_bytes: int | None = None
     probes: tuple = ()
+    pool: tuple = ()
+    pool_workers: int = 0
+    pool_source: str = ""
+
+    def pool_factor(self, runs: int) -> float:
+        """How many times faster ``runs`` runs train side by side (:mod:`maelab.prefetch`, at most ``pool_workers``
+        at once) than one after another: the measured ``pool`` speed-up ((processes, speed-up) points, linear in
+        between, the last point beyond it) at min(``runs``, ``pool_workers``); 1 below two runs or unmeasured."""
+        k = min(int(runs), self.pool_workers)
+        pts = sorted({1: 1.0, **dict(self.pool)}.items())
+        if k < 2 or len(pts) < 2:
+            return 1.0
+        for (n0, s0), (n1, s1) in zip(pts, pts[1:]):
+            if n0 <= k <= n1:
+                return s0 + (k - n0) * (s1 - s0) / (n1 - n0)
+        return pts[-1][1]
 
     def throughput(self, flops_per_step: float, kind: str = "train") -> float:
         pts = sorted(dict(self.curve).get(kind) or dict(self.curve).get("train") or ())
@@ -93,6 +109,32 @@ H100 = Device(
 #: results root. :func:`~maelab.cost.gpu_device` uses it instead of the assumed :data:`H100_MFU` when it was measured on
 #: CUDA.
 GPU_CALIBRATION = ("plan", "gpu_calibration", "gpu")
+
+
+#: Where ``benchmarks/gpu_concurrency.py`` writes its measurements (the pool speed-up of a calibration stored before
+#: calibrations measured it: :func:`~maelab.cost.gpu_device`).
+POOL_BENCHMARKS = "benchmarks/results/gpu_concurrency-cuda-*.json"
+
+
+def pool_points(rec) -> tuple[tuple, str]:
+    """The measured pool speed-up ((processes, speed-up), ...) and its source: the calibration record's ``pool``
+    table (``rec``, a :class:`maelab.store.Result` or None) when it has one, else the newest
+    :data:`POOL_BENCHMARKS` file (its wall-clock images per second over its one-process row's); ((), "") when
+    neither exists."""
+    import json
+
+    if rec is not None and "pool" in rec.data:
+        t = rec["pool"]
+        return tuple((int(n), float(v)) for n, v in zip(t["procs"], t["speedup"])), "the calibration's pool table"
+    files = sorted(paths.repo_root().glob(POOL_BENCHMARKS))
+    if not files:
+        return (), ""
+    got = json.loads(files[-1].read_text())
+    rows = {int(r["procs"]): float(r["images_per_s_wall"]) for r in got["results"] if "error" not in r}
+    if 1 not in rows:
+        return (), ""
+    where = f"{files[-1].relative_to(paths.repo_root())} ({got['provenance']['device']})"
+    return tuple(sorted((n, v / rows[1]) for n, v in rows.items())), where
 
 
 def measured_device(points, source: str) -> Device:
@@ -136,4 +178,11 @@ def gpu_device(root: str | os.PathLike | None = None) -> Device:
         return H100
     when = str(rec.provenance.get("timestamp", ""))[:10]
     src = f"measured on {rec['device_name']} (torch {rec['torch']}, CUDA {rec['cuda']}), {when}: {notebook}/{name}"
-    return measured_device(rec["points"], src)
+    from ..prefetch import DEFAULT_GPU_WORKERS
+
+    pool, where = pool_points(rec)
+    if pool:
+        src += f"; runs side by side: {DEFAULT_GPU_WORKERS} processes, speed-up from {where}"
+    return dataclasses.replace(
+        measured_device(rec["points"], src), pool=pool, pool_workers=DEFAULT_GPU_WORKERS, pool_source=where
+    )

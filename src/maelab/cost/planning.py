@@ -33,7 +33,9 @@ class PlannedRun:
     ``eval_images``: images through an unmasked no-grad forward (online-probe evaluation, feature extraction for
     probes, k-NN and ranks); ``finetune_steps`` at ``finetune_batch`` with ``num_classes`` classes; ``data_images``:
     images kept on the device (memory only); ``jobs``: the probes and k-NN on the extracted features
-    (:class:`EvalJob`, per repeat).
+    (:class:`EvalJob`, per repeat); ``pool``: how many runs (these repeats and others) the page hands
+    :mod:`maelab.prefetch` together, which on a device with a measured pool speed-up
+    (:meth:`~maelab.cost.devices.Device.pool_factor`) pre-train side by side (0: one after another).
     """
 
     label: str
@@ -52,11 +54,12 @@ class PlannedRun:
     data_images: int = 0
     repeats: int = 1
     jobs: tuple = ()
+    pool: int = 0
 
     def __post_init__(self):
         for name in ("img_size", "channels", "batch_size", "finetune_batch", "repeats"):
             positive_int(name, getattr(self, name))
-        for name in ("steps", "eval_images", "finetune_steps", "data_images"):
+        for name in ("steps", "eval_images", "finetune_steps", "data_images", "pool"):
             positive_int(name, getattr(self, name), minimum=0)
         positive_int("num_classes", self.num_classes, minimum=2)
         if self.mask_ratio is not None:
@@ -90,6 +93,7 @@ class PlannedRun:
         jobs: tuple = (),
         probe_fits: int = 0,
         probe_kind: str = "logreg",
+        pool: int = 0,
     ) -> PlannedRun:
         """The run :func:`maelab.experiments.pretrain_and_evaluate` makes of a ``PretrainSpec``, as the pipeline
         describes it (:func:`maelab.experiments.workload`, which the run configures itself from): its pre-training
@@ -102,7 +106,8 @@ class PlannedRun:
         The pipeline's evaluation of the final model (``pipeline_eval``; False for a caller that evaluates snapshots
         itself, e.g. :func:`maelab.experiments.pretrain`) is, per pooling (``pools``), a scikit-learn linear probe
         and a k-NN on the train / test features (:class:`EvalJob`, ``probe_fits`` fits per probe: see there; the
-        probe's ``probe_kind``: "logreg" or "logreg_torch"); ``jobs`` adds the caller's own."""
+        probe's ``probe_kind``: "logreg" or "logreg_torch"); ``jobs`` adds the caller's own. ``pool``: see the
+        class."""
         from .. import experiments
 
         if finetune_epochs is not None:
@@ -128,6 +133,7 @@ class PlannedRun:
             data_images=w.n_train + w.n_test,
             repeats=repeats,
             jobs=tuple(jobs),
+            pool=pool,
         )
 
 
@@ -174,7 +180,9 @@ def _memory(run: PlannedRun, amp: str) -> int:
 def predict(run: PlannedRun, device: Device, host: Device | None = None) -> dict:
     """Predicted cost of ``run`` (all its repeats) on ``device``: FLOPs and seconds of pre-training, evaluation
     (forward passes), fine-tuning, k-NN (``knn_s``, on the device) and the probes (``probe_s``), and their total
-    (``seconds``).
+    (``seconds``). Pre-training of a run in a prefetch pool (``run.pool``) is divided by the device's measured
+    speed-up of runs trained side by side (:meth:`~maelab.cost.devices.Device.pool_factor`; the page's evaluation,
+    which goes on meanwhile, is still added in full: an over-count).
 
     The logistic-regression probes run on the CPU whatever the device (scikit-learn; :mod:`maelab.logreg` in
     float64 on the CPU): ``probe_s`` is their time on ``host`` (a calibrated CPU :class:`Device`; default:
@@ -188,7 +196,7 @@ def predict(run: PlannedRun, device: Device, host: Device | None = None) -> dict
         "step_flops": pre.flops,
         "step_ops": pre.ops,
         "train_flops": run.repeats * run.steps * pre.flops,
-        "train_s": run.repeats * run.steps * device.seconds(pre.flops, pre.ops, "train"),
+        "train_s": run.repeats * run.steps * device.seconds(pre.flops, pre.ops, "train") / device.pool_factor(run.pool),
         "finetune_flops": run.repeats * run.finetune_steps * ft.flops,
         "finetune_s": run.repeats * run.finetune_steps * device.seconds(ft.flops, ft.ops, "train"),
         "eval_flops": run.repeats * n_eval_batches * ev_f,

@@ -39,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--dry-run", action="store_true", help="the dry-run caps, results in a temp folder")
     r.add_argument("--calibrate", action="store_true", help="first time the gpu profile's training steps")
     r.add_argument("--results-dir", type=Path, default=None, help="results root (default data/results)")
+    r.add_argument(
+        "--train-workers", type=int, default=None, help="pre-training processes (maelab.prefetch; default 8 on CUDA)"
+    )
     c = sub.add_parser("calibrate", help="time the gpu profile's training steps, store the throughput")
     c.add_argument("--device", default="auto")
     c.add_argument("--iters", type=int, default=None, help="steps per timed epoch (default 30)")
@@ -71,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                 dry_run=a.dry_run,
                 calibrate=a.calibrate,
                 results_dir=a.results_dir,
+                train_workers=a.train_workers,
             )
             print(summary(manifest), end="", flush=True)
             return 1 if any(o["status"] == "failed" for o in manifest["run"]["notebooks"].values()) else 0

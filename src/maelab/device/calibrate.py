@@ -90,6 +90,52 @@ def measure(run, *, device, iters: int = ITERS, caps=None) -> dict:
     }
 
 
+def _pool_child(run, iters: int, device: str, barrier, queue) -> None:
+    """One process of :func:`measure_pool`: a warm-up, the barrier, then the timed :func:`measure`."""
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        measure(run, device=device, iters=max(2, iters // 4))  # warm-up: context, kernels, allocator
+        barrier.wait(timeout=300)
+        t0 = time.time()
+        row = measure(run, device=device, iters=iters)
+        queue.put({"ok": True, "images_per_s": row["images_per_s"], "t0": t0, "t1": time.time()})
+    except Exception as e:  # reported by the parent, never hidden
+        barrier.abort()
+        queue.put({"ok": False, "error": f"{type(e).__name__}: {e}"})
+
+
+def measure_pool(run, procs: int, *, device, iters: int = ITERS) -> dict:
+    """``procs`` spawned processes (one torch thread each, as :mod:`maelab.prefetch`'s workers) training ``run``
+    side by side on ``device``: each warms up, all meet at a barrier, then each runs :func:`measure`. Returns
+    ``procs``, ``images_per_s_sum`` (the sum of each process's images/s in its timed epoch), ``images_per_s_wall``
+    (every image of the timed measurements, both epochs, over the span from the barrier to the last process's end,
+    model building and uneven ends included: a lower bound) and ``seconds``."""
+    import multiprocessing as mp
+
+    positive_int("procs", procs)
+    ctx = mp.get_context("spawn")
+    barrier, queue = ctx.Barrier(procs), ctx.Queue()
+    workers = [ctx.Process(target=_pool_child, args=(run, iters, str(device), barrier, queue)) for _ in range(procs)]
+    t_start = time.time()
+    for w in workers:
+        w.start()
+    got = [queue.get(timeout=600) for _ in range(procs)]
+    for w in workers:
+        w.join(timeout=60)
+    bad = [g["error"] for g in got if not g["ok"]]
+    if bad:
+        raise RuntimeError(f"measure_pool: a process failed: {bad[0]}")
+    span = max(g["t1"] for g in got) - min(g["t0"] for g in got)
+    return {
+        "procs": procs,
+        "images_per_s_sum": sum(g["images_per_s"] for g in got),
+        "images_per_s_wall": procs * 2 * iters * run.batch_size / span,
+        "seconds": time.time() - t_start,
+    }
+
+
 def calibrate(
     *,
     device: str = "auto",
@@ -97,6 +143,7 @@ def calibrate(
     root: str | Path | None = None,
     runs: list | None = None,
     allow_cpu: bool = False,
+    pool_procs: tuple | None = None,
     log=print,
     options=None,
 ):
@@ -105,7 +152,12 @@ def calibrate(
 
     Without CUDA this refuses to run unless ``allow_cpu`` (tests; dry runs), and refuses ``root`` = the committed
     results whatever ``allow_cpu``: a CPU's numbers never pose as a GPU calibration there. ``options``: the run's
-    :class:`maelab.options.RunOptions` (a dry run's caps go to the trainer and its mode to the store's guards)."""
+    :class:`maelab.options.RunOptions` (a dry run's caps go to the trainer and its mode to the store's guards).
+
+    ``pool_procs``: process counts at which :func:`measure_pool` times the plan's largest workload (the most
+    planned optimiser steps) trained side by side, stored as the ``pool`` table (``speedup``: images per second by
+    the wall clock over one process's); default ``(1, maelab.prefetch.DEFAULT_GPU_WORKERS)`` on CUDA, none
+    elsewhere. The cost model prices runs that :mod:`maelab.prefetch` trains side by side with it."""
     import pandas as pd
 
     from .. import cost, store
@@ -125,6 +177,17 @@ def calibrate(
         rows.append(measure(r, device=dev, iters=iters, caps=options.caps if options is not None else None))
         speed = f"{rows[-1]['images_per_s']:,.0f} images/s, {rows[-1]['flops_per_s'] / 1e12:.3f} TFLOP/s"
         log(f"[calibrate] {r.size} {r.channels}x{r.img_size}px batch {r.batch_size}: {speed}")
+    if pool_procs is None:
+        from ..prefetch import DEFAULT_GPU_WORKERS
+
+        pool_procs = (1, DEFAULT_GPU_WORKERS) if dev.type == "cuda" else ()
+    pool = []
+    if pool_procs:
+        big = max(runs, key=lambda r: r.steps * r.repeats)
+        for n in sorted({int(n) for n in pool_procs} | {1}):
+            pool.append(measure_pool(big, n, device=dev, iters=iters))
+            pool[-1]["speedup"] = pool[-1]["images_per_s_wall"] / pool[0]["images_per_s_wall"]
+            log(f"[calibrate] {big.label}, {n} processes side by side: {pool[-1]['speedup']:.2f}x one process")
     import torch
 
     data = {
@@ -135,6 +198,9 @@ def calibrate(
         "cuda": torch.version.cuda or "",
     }
     config = {"workloads": [_describe(r) for r in runs], "iters": iters, "epochs": 2, "amp": "auto"}
+    if pool:
+        data["pool"] = pd.DataFrame(pool)
+        config["pool_procs"] = [int(r["procs"]) for r in pool]
     notebook, name, profile = cost.GPU_CALIBRATION
     return store.save(
         name,

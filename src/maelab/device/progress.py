@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import paths
+from .. import parts, paths
 from ..profiles import COMMITTED_PROFILES
 
 
@@ -86,13 +86,14 @@ def progress(
     device=None,
 ):
     """One row per planned notebook (``plans``: default :func:`maelab.cost.notebook_plans`): planned runs (with
-    their repeats), predicted minutes on ``device`` (default: :func:`maelab.cost.gpu_device` for ``gpu``, the
-    calibrated CPU for ``cpu``), results stored (verified records of ``profile``, claims left out), the minutes they
-    took on a device of the profile's kind (a gpu record computed on a CPU does not count), whether the result set
-    is complete (:func:`complete`), the minutes left (0 when complete, else the prediction less the minutes spent,
-    at least 0: an estimate, as good as the plan), and the devices and torch versions that computed the records.
-    ``root``: the results root (default the committed ``data/results``). A page's stored results are those of its
-    folder and those of other folders its claims record cites (the shared zoo's entries of a zoo-reading page)."""
+        their repeats), predicted minutes on ``device`` (default: :func:`maelab.cost.gpu_device` for ``gpu``, the
+        calibrated CPU for ``cpu``), results stored (verified records of ``profile``, claims left out) and parts stored
+    (:mod:`maelab.parts`: the finished runs of records an installment did not finish), the minutes they
+        took on a device of the profile's kind (a gpu record computed on a CPU does not count), whether the result set
+        is complete (:func:`complete`), the minutes left (0 when complete, else the prediction less the minutes spent,
+        at least 0: an estimate, as good as the plan), and the devices and torch versions that computed the records.
+        ``root``: the results root (default the committed ``data/results``). A page's stored results are those of its
+        folder and those of other folders its claims record cites (the shared zoo's entries of a zoo-reading page)."""
     import pandas as pd
 
     from .. import cost
@@ -110,8 +111,14 @@ def progress(
         predicted = sum(cost.predict(r, device)["seconds"] for r in runs) / 60
         recs, bad = _records(root, nb, profile)
         recs += _cited_elsewhere(root, nb, profile)  # e.g. the zoo entries a zoo-reading page planned and cites
-        on_kind = [r for r in recs if str(r.provenance.get("device", "")).startswith("cpu") == (profile == "cpu")]
+        # parts (maelab.parts) are progress, not results: their minutes count until their record is stored (whose
+        # wall time then holds them)
+        whole = {r.name for r in recs if not parts.is_part(r.name)}
+        counted = [r for r in recs if not parts.is_part(r.name) or r.name.split(parts.SEPARATOR)[0] not in whole]
+        on_kind = [r for r in counted if str(r.provenance.get("device", "")).startswith("cpu") == (profile == "cpu")]
         spent = sum(float(r.provenance.get("wall_time_s") or 0.0) for r in on_kind) / 60
+        n_parts = sum(parts.is_part(r.name) for r in recs)
+        recs = [r for r in recs if not parts.is_part(r.name)]
         done = complete(nb, profile, root)
         rows.append(
             {
@@ -119,6 +126,7 @@ def progress(
                 "planned runs": sum(r.repeats for r in runs),
                 "predicted min": round(predicted, 1),
                 "results stored": len(recs),
+                "parts stored": n_parts,
                 "results that do not verify": bad,
                 "min spent": round(spent, 1),
                 "complete": done,

@@ -8,7 +8,11 @@ order with the run options injected after its ``parameters`` cell as the book's 
 ``run_options``: :meth:`maelab.options.RunOptions.to_param` of the profile, ``device``, the results folder, the
 pack's commit, the dry run's caps), in a child process started in ``notebooks/`` whose first line installs the
 compute-only kernel (:mod:`maelab.device.kernel`, told where to log the records the notebook asks for). The one
-environment variable the child gets from maelab is ``MAELAB_DATA_DIR``: the carried datasets. The store loads
+environment variable the child gets from maelab is ``MAELAB_DATA_DIR``: the carried datasets. Its run options also
+set ``train_workers``, the pool that pre-trains a page's runs side by side (:mod:`maelab.prefetch`;
+``--train-workers``, default :data:`TRAIN_WORKERS` on CUDA, 0 on a CPU), and ``store_parts``: the runs of a record
+are stored as its parts (:mod:`maelab.parts`), so that a record cut off by the budget keeps its finished runs,
+which travel back in the archive and are loaded by the next installment. The store loads
 what is stored and computes what is not (:func:`maelab.store.load_or_compute`): the *pending* results, each
 published all or nothing.
 
@@ -17,7 +21,7 @@ SIGTERM (the kernel turns it into ``KeyboardInterrupt``: the store's writer remo
 its lock), then SIGKILL after a grace period; afterwards the results folders are cleaned of temp folders, lock
 files and side files that no record names (a writer killed between publishing its side files and its JSON).
 Every record left is complete and verified; the one being computed is lost and computed again by the next
-installment.
+installment, from the parts it had finished (:mod:`maelab.parts`).
 
 **Output.** The new or changed records (JSON and side files; claims records are left out: they are derived from
 the others and recomputed here by the book, :data:`maelab.store.NO_COMPUTE_EXEMPT`) go into one zip archive in
@@ -48,6 +52,7 @@ from pathlib import Path
 from .. import paths
 from .._validate import ParameterError, folder_path, one_of
 from ..options import DryRunLimits, RunOptions
+from ..prefetch import DEFAULT_GPU_WORKERS
 from ..registry import installed
 from ._common import DeviceError, code_fingerprint, machine, sha256_file
 from .pack import PACK_DIR, load_manifest
@@ -58,6 +63,8 @@ RETURN_LIMIT_BYTES = 16 << 20  # the largest file the lent machine gives back
 #: No further notebook starts once the new records reach this: the archive (zip of mostly compressed npz) must come
 #: back as one file of at most RETURN_LIMIT_BYTES.
 ARCHIVE_FULL_BYTES = 12 << 20
+#: The notebooks' pre-training pool on CUDA (:mod:`maelab.prefetch`).
+TRAIN_WORKERS = DEFAULT_GPU_WORKERS
 LOG_TAIL_BYTES = 4 << 20  # the run's log beside the archive keeps at most this much per notebook (its end)
 
 
@@ -242,10 +249,11 @@ def _env(src: Path, data: Path) -> dict:
     return env
 
 
-def run_options(manifest: dict, device: str, root: Path, scratch: Path | None) -> RunOptions:
+def run_options(manifest: dict, device: str, root: Path, scratch: Path | None, train_workers: int = 0) -> RunOptions:
     """The run options of every notebook program: the pack's profile, ``device``, no progress bars, the results
-    folder ``root``, the pack's commit (the copy of the tree here has no ``.git``) and, in a dry run, its caps with
-    ``scratch`` as the scratch folder."""
+    folder ``root``, the pack's commit (the copy of the tree here has no ``.git``), in a dry run its caps with
+    ``scratch`` as the scratch folder, the pre-training pool (``train_workers``) and parts stored
+    (``store_parts``)."""
     commit = str(manifest.get("commit", ""))
     git = (
         (commit, bool(manifest.get("dirty"))) if len(commit) == 40 and set(commit) <= set("0123456789abcdef") else None
@@ -257,6 +265,8 @@ def run_options(manifest: dict, device: str, root: Path, scratch: Path | None) -
         results_root=str(root),
         dry_run=DryRunLimits(scratch=str(scratch)) if scratch is not None else None,
         git=git,
+        train_workers=train_workers,
+        store_parts=True,
     )
 
 
@@ -294,6 +304,7 @@ def run(
     dry_run: bool = False,
     calibrate: bool = False,
     results_dir: str | os.PathLike | None = None,
+    train_workers: int | None = None,
     repo: Path | None = None,
     grace_s: float = GRACE_S,
     log=print,
@@ -301,7 +312,9 @@ def run(
     """Compute the pending results of ``notebooks`` (default: the pack's) until ``budget_min`` minutes have passed;
     returns (the archive, its manifest). See the module docstring. ``results_dir``: the results root (default the
     store's, ``data/results``; a dry run always uses its temp folder); ``calibrate``: first time the gpu profile's
-    training steps (:func:`maelab.device.calibrate.calibrate`) and archive the calibration record too."""
+    training steps (:func:`maelab.device.calibrate.calibrate`) and archive the calibration record too;
+    ``train_workers``: the notebooks' pre-training pool (:mod:`maelab.prefetch`; default :data:`TRAIN_WORKERS` on
+    CUDA, none on a CPU)."""
     from .. import store
     from .archive import write_archive
 
@@ -313,18 +326,22 @@ def run(
         raise ParameterError("--budget-min", "a number of minutes > 0", budget_min)
     out = folder_path("out (--out)", out)
     manifest, notebooks, here = _plan(pack_dir, notebooks, profile, device, dry_run, repo)
+    if train_workers is None:
+        train_workers = TRAIN_WORKERS if here["device_type"] == "cuda" else 0
+    if not isinstance(train_workers, int) or isinstance(train_workers, bool) or train_workers < 0:
+        raise ParameterError("--train-workers", "a whole number of processes >= 0", train_workers)
     t_start, deadline = time.time(), time.monotonic() + 60.0 * budget_min
     log(
         f"[run] {here['device']} ({here['device_type']}) · torch {here['torch']} · CUDA {here['cuda'] or '-'} · "
         f"Python {here['python']} · pack {manifest['commit'][:10]}{' (dirty)' if manifest['dirty'] else ''} · "
-        f"budget {budget_min:g} min{' · DRY RUN' if dry_run else ''}"
+        f"budget {budget_min:g} min · {train_workers} pre-training workers{' · DRY RUN' if dry_run else ''}"
     )
     work = Path(tempfile.mkdtemp(prefix="maelab-device-run-"))
     try:
         data = unpack_datasets(pack_dir, manifest, work / "data", log)
         scratch = (work / "dry-run") if dry_run else None
         root = (scratch / "results") if dry_run else Path(results_dir or store.results_root(profile)).resolve()
-        options = run_options(manifest, device, root, scratch)
+        options = run_options(manifest, device, root, scratch, train_workers)
         folders = list(notebooks) + (["plan"] if calibrate else [])
         before = snapshot(root, folders)
         outcomes: dict[str, dict] = {}
@@ -345,6 +362,7 @@ def run(
             "seconds": round(time.time() - t_start, 1),
             "dry_run": dry_run,
             "device_arg": device,
+            "train_workers": train_workers,
             "profile": profile,
             "notebooks": outcomes,
         }

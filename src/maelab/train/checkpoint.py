@@ -25,6 +25,7 @@ accumulators and snapshots, all as tensors or plain python types.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -186,6 +187,43 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     if missing:
         raise CheckpointError(path, f"is incomplete (no {', '.join(missing)})")
     return ck
+
+
+LOCK_NAME = ".train-lock"  # the lock file in a checkpoint folder (checkpoint_lock)
+_HELD: set[str] = set()  # checkpoint folders this process holds the lock of
+
+
+@contextlib.contextmanager
+def checkpoint_lock(checkpoint_dir, *, blocking: bool = True):
+    """Hold the lock of ``checkpoint_dir`` (an exclusive ``flock`` on its ``.train-lock`` file, released when the
+    block ends or the process dies) while a run trains into it; yields True, or False when ``blocking`` is off and
+    another process holds it. Re-entrant within a process (a block inside one of the same folder yields True at
+    once). Two processes that pre-train the same spec (:mod:`maelab.prefetch`'s workers and the page's own loop)
+    thus never write one checkpoint at the same time: the second waits, then resumes the finished checkpoint.
+    ``checkpoint_dir`` None: no lock, True. The folder is created."""
+    import fcntl
+
+    if checkpoint_dir is None:
+        yield True
+        return
+    folder = Path(checkpoint_dir)
+    key = str(folder.resolve())
+    if key in _HELD:
+        yield True
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK_NAME, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        _HELD.add(key)
+        try:
+            yield True
+        finally:
+            _HELD.discard(key)
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def default_checkpoint_dir(name: str, caps: DryRunLimits | None = None) -> Path:

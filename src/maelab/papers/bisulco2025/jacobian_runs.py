@@ -24,6 +24,7 @@ import torch
 from maelab import result_keys, zoo
 from maelab._validate import ParameterError, divides, in_range, positive_int
 from maelab.experiments import PretrainSpec, load_data, pretrain
+from maelab.prefetch import prefetch
 
 from . import jacobians as J
 from . import locality as loc
@@ -184,10 +185,15 @@ class NonlinearRuns:
             **result_keys.choices_config(result_keys.choice_set(S.model_choices)),
         }
 
+    @staticmethod
+    def name(m: float, p: int, seed: int) -> str:
+        """The store name of one model's result."""
+        return f"mae_m{round(m * 100):03d}_p{p}_s{seed}"
+
     def result(self, m: float, p: int, seed: int, snapshots=()):
         """One model's stored result (``mae_m<100 m>_p<p>_s<seed>``), computed by :meth:`run` when not stored."""
         return self.ctx.load_or_compute(
-            f"mae_m{round(m * 100):03d}_p{p}_s{seed}",
+            self.name(m, p, seed),
             self.config(m, p, seed, snapshots),
             lambda: self.run(m, p, seed, snapshots),
             seeds=[seed],
@@ -200,8 +206,20 @@ class NonlinearRuns:
         ``ms`` / ``ps`` of the two sweeps. The main model is shared by both sweeps (stored once)."""
         S = self.S
         M0, P0, seeds = S.mask_ratio, S.patch_size, S.seeds
-        main = {s: self.result(M0, P0, s, S.snapshot_epochs) for s in seeds}
         ms, ps = sorted(set(S.mask_ratios) | {M0}), sorted(set(S.patch_sizes) | {P0})
+        # on a lent GPU a pool of workers pre-trains the pending models side by side (maelab.prefetch), in the
+        # order of the loops below
+        cells = [(M0, P0, s, tuple(S.snapshot_epochs)) for s in seeds]
+        cells += [(m, P0, s, ()) for m in ms if m != M0 for s in seeds] + [(0.0, P0, s, ()) for s in seeds]
+        cells += [(M0, p, s, ()) for p in ps if p != P0 for s in seeds]
+        pending = [c for c in cells if self.ctx.is_pending(self.name(*c[:3]), self.config(*c))]
+        prefetch(
+            [self.spec(*c) for c in pending],
+            device=str(self.ctx.device),
+            caps=self.ctx.caps,
+            workers=self.ctx.options.train_workers,
+        )
+        main = {s: self.result(M0, P0, s, S.snapshot_epochs) for s in seeds}
         by_m = {m: (dict(main) if m == M0 else {s: self.result(m, P0, s) for s in seeds}) for m in ms}
         ae = {s: self.result(0.0, P0, s) for s in seeds}
         by_p = {p: (dict(main) if p == P0 else {s: self.result(M0, p, s) for s in seeds}) for p in ps}

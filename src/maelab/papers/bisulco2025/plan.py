@@ -47,7 +47,12 @@ def jacobian_runs(profile: str) -> list[PlannedRun]:
             mask_ratio=m,
         )
         run = PlannedRun.from_spec(
-            spec, label=f"MAE m={m:g} p={p}", repeats=len(S.seeds), online_eval=False, pipeline_eval=False
+            spec,
+            label=f"MAE m={m:g} p={p}",
+            repeats=len(S.seeds),
+            online_eval=False,
+            pipeline_eval=False,
+            pool=len(configs) * len(S.seeds),  # NonlinearRuns.sweeps hands maelab.prefetch every model
         )
         runs.append(PlannedRun(**{**{f: getattr(run, f) for f in run.__dataclass_fields__}, "eval_images": 0}))
     return runs
@@ -65,6 +70,8 @@ def sweep_runs(profile: str) -> list[PlannedRun]:
     cells += [
         (enc, S.key_decoder_depth, S.patch_size, S.mask_ratio, s) for s in seeds[1:] for enc in sorted(S.encoder_depths)
     ]
+    n_depth = len(cells)  # the depth grid's record and the patch x mask grid's: one prefetch call each
+    n_grid = len(S.patch_sizes) * len(S.mask_ratios)
     cells += [
         c
         for c in (
@@ -75,7 +82,7 @@ def sweep_runs(profile: str) -> list[PlannedRun]:
         if c not in cells
     ]
     runs = []
-    for enc, dec, patch, mask, seed in cells:
+    for i, (enc, dec, patch, mask, seed) in enumerate(cells):
         key = dec == S.key_decoder_depth and patch == S.patch_size and mask == S.mask_ratio
         spec = PretrainSpec(
             dataset=S.dataset,
@@ -100,7 +107,8 @@ def sweep_runs(profile: str) -> list[PlannedRun]:
             snapshot_epochs=snaps if key else (),
             finetune_epochs=S.finetune_epochs if key and seed == seeds[0] else 0,
         )
-        runs.append(PlannedRun.from_spec(spec, label=f"enc{enc} dec{dec} p{patch} m{mask:g} s{seed}"))
+        label = f"enc{enc} dec{dec} p{patch} m{mask:g} s{seed}"
+        runs.append(PlannedRun.from_spec(spec, label=label, pool=n_depth if i < n_depth else n_grid))
     return runs
 
 

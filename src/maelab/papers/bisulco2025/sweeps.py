@@ -36,6 +36,8 @@ from maelab._util import resolve_device
 from maelab._validate import ParameterError, one_of, positive_int
 from maelab.claims import FineTuneCheck
 from maelab.options import DryRunLimits, cap
+from maelab.parts import part
+from maelab.prefetch import prefetch
 
 __all__ = [
     "step_cost",
@@ -177,8 +179,20 @@ def evaluate_specs(
     caps: DryRunLimits | None = None,
 ) -> list[dict]:
     """:func:`maelab.experiments.pretrain_and_evaluate` for each spec, in order (its probe with one BLAS thread, as
-    the stored sweeps were computed; ``caps``: a dry run's)."""
-    return [experiments.pretrain_and_evaluate(spec, device=device, progress=progress, caps=caps) for spec in specs]
+    the stored sweeps were computed; ``caps``: a dry run's). On a lent GPU a pool of workers pre-trains the specs
+    side by side while the loop evaluates (:mod:`maelab.prefetch`)."""
+    prefetch([experiments.training_spec(s) for s in specs], device=str(resolve_device(device)), caps=caps)
+    # each run stored on its own where an installment computes the record (maelab.parts); the callers read the
+    # trainer's history by key, so its JSON round trip (sorted keys) changes nothing they see
+    return [
+        part(
+            spec.key,
+            {"spec": spec.to_config()},
+            lambda spec=spec: experiments.pretrain_and_evaluate(spec, device=device, progress=progress, caps=caps),
+            seeds=[spec.seed],
+        )
+        for spec in specs
+    ]
 
 
 def finetune_vs_probe(runs, by: str = "enc"):

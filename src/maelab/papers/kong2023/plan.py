@@ -34,6 +34,7 @@ def reconstruction_runs(profile: str) -> list[PlannedRun]:
             repeats=len(S.seeds),
             extra_eval_images=measuring,
             finetune_epochs=0,
+            pool=len(core_zoo.configs(S)) * len(S.seeds),  # zoo.compute hands maelab.prefetch every entry
         )
         for r, u in core_zoo.configs(S)
     ]
@@ -47,6 +48,7 @@ def representation_runs(profile: str) -> list[PlannedRun]:
             label=f"shapes MAE {zoo.label(r, u)}",
             repeats=len(S.seeds),
             finetune_epochs=0,
+            pool=len(zoo.configs(S)),  # one seed's entries side by side (zoo.measure_seed: maelab.prefetch)
         )
         for r, u in zoo.configs(S)
     ]

@@ -26,6 +26,7 @@ from ... import zoo as shared_zoo
 from ..._validate import ParameterError
 from ...experiments import PretrainSpec, build_model, load_data, pretrain
 from ...options import DryRunLimits
+from ...prefetch import prefetch
 from ...reconstruction import masked_patch_losses
 from . import representations as rp
 
@@ -185,6 +186,8 @@ def measure_seed(
     probe = probe_data(S)
     train, test = data(S, device)
     encoders = [(label(r, u), r, u) for r, u in configs(S)] + [("random init", np.nan, 1)]
+    # on a lent GPU a pool of workers pre-trains the seed's entries side by side while the loop measures them
+    prefetch([spec(S, r, u, seed) for r, u in configs(S)], device=str(device), caps=caps)
     rows, feats, maps = [], {}, {}
     for name, ratio, unit in encoders:
         if name == "random init":

@@ -79,6 +79,7 @@ def umae_runs(profile: str) -> list[PlannedRun]:
                     pools=len(POOLS),
                     probe_fits=fits,
                     probe_kind=S.probe_method,
+                    pool=len(variants) * len(S.seeds),  # one compare() call: maelab.prefetch
                 )
             )
 
@@ -120,6 +121,7 @@ def ablation_runs(profile: str) -> list[PlannedRun]:
                     finetune_epochs=0,
                     pools=len(POOLS),
                     probe_kind=S.probe_method,
+                    pool=len(variants) * len(S.seeds),  # one compare() call: maelab.prefetch
                 )
             )
         if name != "no_mask":  # the untrained encoder of the group's first variant
@@ -137,6 +139,7 @@ def ablation_runs(profile: str) -> list[PlannedRun]:
                     finetune_epochs=0,
                     pools=len(POOLS),
                     probe_kind=S.probe_method,
+                    pool=len(variants) * len(seeds),  # one compare() call: maelab.prefetch
                 )
             )
         if random_init:
@@ -207,6 +210,7 @@ def regime_runs(profile: str) -> list[PlannedRun]:
                 finetune_epochs=0,
                 pipeline_eval=False,
                 jobs=per_pool + (raw if model == "mae" else ()),
+                pool=2,  # MAE and U-MAE of one seed side by side (regime.curves: maelab.prefetch)
             )
         )
     return runs

@@ -32,6 +32,7 @@ from maelab._util import resolve_device
 from maelab._validate import ParameterError, positive_int
 from maelab.claims import LearnedCheck
 from maelab.options import DryRunLimits
+from maelab.prefetch import prefetch
 
 POOLS = ("cls", "mean")
 #: per-snapshot numbers (suffix ``_mean``: mean-pooled patch tokens)
@@ -318,8 +319,9 @@ def seed_curves(
     ptr, ytr = tr.images[idx], tr.labels[idx]
     per_epoch = (len(tr) // min(base.batch_size, len(tr))) * min(base.batch_size, len(tr))
     rows, hist, timing = [], [], []
-    for i, (name, fields) in enumerate(variants.items()):
-        spec = dataclasses.replace(base, **dict(fields), seed=seed, snapshot_epochs=tuple(keep))
+    specs = [dataclasses.replace(base, **dict(f), seed=seed, snapshot_epochs=tuple(keep)) for f in variants.values()]
+    prefetch(specs, device=str(dev), caps=caps)  # on a lent GPU: the variants side by side (maelab.prefetch)
+    for i, (name, spec) in enumerate(zip(variants, specs)):
         model, res, _, _ = experiments.pretrain(
             spec, device=str(dev), progress=progress, train_data=tr, test_data=te, caps=caps
         )

@@ -35,6 +35,8 @@ from maelab._util import resolve_device
 from maelab._validate import ParameterError
 from maelab.claims import FineTuneCheck
 from maelab.options import DryRunLimits
+from maelab.parts import part
+from maelab.prefetch import prefetch
 
 POOLS = ("cls", "mean")
 #: per-run numbers in :func:`compare`'s ``runs`` table (suffix ``_mean`` for mean-pooled patch tokens)
@@ -132,6 +134,17 @@ def _pool_metrics(
     return row, sv, feats
 
 
+def trained_spec(spec: experiments.PretrainSpec, rank_epochs: Sequence[int] = ()) -> experiments.PretrainSpec:
+    """The spec :func:`evaluate_run` pre-trains for ``spec``: weight snapshots at ``rank_epochs`` (completed epochs,
+    0 = initial weights), no rank tracking, features or fine-tuning inside the pipeline (this module does those)."""
+    epochs = sorted({int(e) for e in rank_epochs})
+    if any(e < 0 or e > spec.epochs for e in epochs):
+        raise ParameterError("rank_epochs", f"epochs in [0, {spec.epochs}]", list(rank_epochs))
+    return dataclasses.replace(
+        spec, snapshot_epochs=tuple(epochs), rank_every=0, keep_features=False, finetune_epochs=0
+    )
+
+
 def evaluate_run(
     spec: experiments.PretrainSpec,
     *,
@@ -158,12 +171,7 @@ def evaluate_run(
     [epoch, rank cls, rank mean]), ``sv`` ({pool: singular values of the test features}), ``test_features``
     (cls, float32 array) and ``test_labels``.
     """
-    epochs = sorted({int(e) for e in rank_epochs})
-    if any(e < 0 or e > spec.epochs for e in epochs):
-        raise ParameterError("rank_epochs", f"epochs in [0, {spec.epochs}]", list(rank_epochs))
-    spec = dataclasses.replace(
-        spec, snapshot_epochs=tuple(epochs), rank_every=0, keep_features=False, finetune_epochs=0
-    )
+    spec, epochs = trained_spec(spec, rank_epochs), sorted({int(e) for e in rank_epochs})
     _probe_kwargs(probe_cs)
     dev = resolve_device(device)
     model, res, tr, te = experiments.pretrain(spec, device=str(dev), progress=progress, caps=caps)
@@ -242,6 +250,26 @@ def raw_pixel_probe(
     return {"linear_acc": float(lp.test_acc), "knn_acc": float(knn)}
 
 
+def _run_as_part(key: str, spec, rank_epochs, finetune_epochs: int, keep: bool, run: dict) -> dict[str, Any]:
+    """:func:`evaluate_run` of one run of :func:`compare`, stored on its own where an installment computes the
+    record (:func:`maelab.parts.part`); the test features only where ``keep``. Its row and history travel as tables,
+    which keep their column order through the store (JSON objects come back with sorted keys)."""
+    import pandas as pd
+
+    def compute() -> dict:
+        r = evaluate_run(spec, rank_epochs=rank_epochs, finetune_epochs=finetune_epochs, **run)
+        tables = {"row": pd.DataFrame([r["row"]]), "history": pd.DataFrame(r["history"])}
+        drop = ("sv", "row", "history") + (() if keep else ("test_features", "test_labels"))
+        rest = {k: v for k, v in r.items() if k not in drop}
+        return {**tables, **rest, **{f"sv_{p}": v for p, v in r["sv"].items()}}
+
+    cfg = {"spec": trained_spec(spec, rank_epochs).to_config(), "finetune_epochs": finetune_epochs, "features": keep}
+    r = part(key, cfg, compute)
+    r["sv"] = {k[3:]: v for k, v in r.items() if k.startswith("sv_")}
+    r["row"], r["history"] = r["row"].to_dict("records")[0], r["history"].to_dict("records")
+    return r
+
+
 def compare(
     base: experiments.PretrainSpec,
     variants: Mapping[str, Mapping[str, Any]],
@@ -288,19 +316,20 @@ def compare(
         raise ParameterError("seeds", "a non-empty list of distinct integers", seeds)
     rows, curves, ranks, out = [], [], [], {}
     sv: dict[str, list] = {}
+    # on a lent GPU a pool of workers pre-trains the runs side by side while this loop evaluates (maelab.prefetch)
+    ahead = [
+        trained_spec(dataclasses.replace(base, **dict(f), seed=s), rank_epochs)
+        for f in variants.values()
+        for s in seeds
+    ]
+    prefetch(ahead, device=str(resolve_device(device)), caps=caps)
     for name, fields in variants.items():
         for s in seeds:
             spec = dataclasses.replace(base, **dict(fields), seed=s)
-            r = evaluate_run(
-                spec,
-                rank_epochs=rank_epochs,
-                probe_cs=probe_cs,
-                probe_method=probe_method,
-                device=device,
-                progress=progress,
-                finetune_epochs=finetune_epochs if name in finetune_variants else 0,
-                caps=caps,
-            )
+            ft = finetune_epochs if name in finetune_variants else 0
+            keep = features_seed is not None and s == features_seed  # the test features: of this seed only
+            run = dict(probe_cs=probe_cs, probe_method=probe_method, device=device, progress=progress, caps=caps)
+            r = _run_as_part(f"{name}_s{s}", spec, rank_epochs, ft, keep, run)
             rows.append({"variant": name, "seed": s, **r["row"]})
             curves += [{"variant": name, "seed": s, **h} for h in r["history"]]
             ranks += [

@@ -1,0 +1,90 @@
+"""Parts of a record: a result's units of work (one run of a comparison, say) stored on their own while it is
+computed, so that a computation stopped midway keeps what it finished.
+
+Why. A store record is all or nothing (:func:`maelab.store.load_or_compute`), which is right for what the book
+reads, but a gpu installment (:mod:`maelab.device`) has 8 minutes: a record of fifteen runs that takes twelve would
+be cut off in every installment and never stored. Its finished runs should survive the cut.
+
+How. A compute function wraps each unit in ``part(key, config, fn)``. Inside the ``fn`` of a
+:func:`~maelab.store.load_or_compute` that is computing a record ``<name>`` (the store opens a :func:`scope`) with
+run options whose ``store_parts`` is on (:class:`maelab.options.RunOptions`), the unit becomes a record of its own,
+``<name>__<key>``
+in the same notebook folder and profile, under a config that holds the record's name, the hash of the record's
+config and ``config`` (what the unit reads): loaded when stored, else computed and stored like any record (complete
+and verified, or nothing). Anywhere else -- no record being computed, or ``store_parts`` off, as in every cpu run
+and the book -- ``part`` just returns ``fn()``. The device runner turns it on for the notebooks it runs, so
+an installment's finished parts travel back in its archive, are imported and committed, travel with the tree to
+the next installment and are loaded there: the record is assembled once every part exists.
+
+What does not change: the record. A part's values go through the store's exact round trip (JSON floats, npz
+arrays), so a record assembled from stored parts equals one computed in one go (a test checks it). ``fn`` must
+return what the store can hold: a flat dict of JSON values, arrays and DataFrames.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from . import _records
+from ._validate import ParameterError
+
+SEPARATOR = "__"  # <record name>__<part key>
+
+_scope: contextvars.ContextVar[dict | None] = contextvars.ContextVar("maelab_parts_scope", default=None)
+
+
+def current_options():
+    """The run options (:class:`maelab.options.RunOptions`) of the record being computed, or None outside one (or
+    where it was computed without options)."""
+    where = _scope.get()
+    return None if where is None else where.get("options")
+
+
+def is_part(name: str) -> bool:
+    """Whether a store name is a part's (``<record>__<key>``)."""
+    return SEPARATOR in name
+
+
+@contextlib.contextmanager
+def scope(**where: Any) -> Iterator[None]:
+    """The record being computed (``name``, ``config_hash``, ``notebook``, ``profile``, ``root``, ``device``,
+    ``recompute``, ``options``): :func:`maelab.store.load_or_compute` opens it around its ``fn``."""
+    token = _scope.set(where)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+def part(key: str, config: dict, fn: Callable[[], dict], *, seeds=None) -> dict:
+    """``fn()``, stored as the part ``<record>__<key>`` of the record being computed where parts are on (see the
+    module docstring), else computed. ``key``: identifier-like, unique within the record; ``config``: what ``fn``
+    reads beyond the record's config (JSON-able); ``seeds``: provenance. Returns the values (a dict)."""
+    if not isinstance(key, str) or not _records.is_name(key) or SEPARATOR in key:
+        raise ParameterError("key", f"an identifier-like string without {SEPARATOR!r}", key)
+    where = _scope.get()
+    if where is None or where.get("options") is None or not where["options"].store_parts:
+        return fn()
+    from . import store
+
+    res = store.load_or_compute(
+        f"{where['name']}{SEPARATOR}{key}",
+        {"part of": where["name"], "record config": where["config_hash"], **config},
+        fn,
+        notebook=where["notebook"],
+        profile=where["profile"],
+        seeds=seeds,
+        device=where["device"],
+        recompute=where["recompute"],
+        root=where["root"],
+        options=where["options"],
+    )
+    if res.from_store:  # the record's provenance names the datasets its stored parts loaded
+        from .data.packaged import record_dataset
+
+        for name, sha in (res.provenance.get("datasets") or {}).items():
+            record_dataset(name, sha)
+    return dict(res.data)

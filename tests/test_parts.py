@@ -1,0 +1,68 @@
+"""maelab.parts: the units of a record stored on their own while it is computed (run options with store_parts), so a
+computation stopped midway keeps them, and the record assembled from them equals one computed in one go."""
+
+import numpy as np
+import pytest
+
+from maelab import parts, store
+from maelab._validate import ParameterError
+from maelab.options import RunOptions
+
+ON, OFF = RunOptions(store_parts=True), RunOptions()
+
+
+class Stop(Exception):
+    pass
+
+
+def _record(calls, stop_after=None):
+    """A record of three units; each unit's values hold a float, a list and an array."""
+
+    def fn():
+        out = {}
+        for i in range(3):
+            if stop_after is not None and i == stop_after:
+                raise Stop  # the installment's budget ran out here
+
+            def unit(i=i):
+                calls.append(i)
+                return {"x": 0.1 * i, "hist": [{"loss": 1 / 3 + i}], "a": np.arange(4, dtype=np.float32) / 7 + i}
+
+            got = parts.part(f"unit{i}", {"i": i}, unit, seeds=[i])
+            out[f"x{i}"], out[f"a{i}"], out[f"h{i}"] = got["x"], np.asarray(got["a"]), got["hist"]
+        return out
+
+    return fn
+
+
+def _compute(root, fn, config=None, options=ON):
+    kw = dict(notebook="nb", profile="cpu", root=root, log=None, options=options)
+    return store.load_or_compute("rec", config or {"n": 3}, fn, **kw)
+
+
+def test_a_stopped_record_keeps_its_parts_and_is_assembled_from_them(tmp_path):
+    calls = []
+    with pytest.raises(Stop):
+        _compute(tmp_path, _record(calls, stop_after=2))
+    assert calls == [0, 1] and store.load("nb", "rec", "cpu", root=tmp_path) is None  # the record: nothing
+    assert [store.load("nb", f"rec__unit{i}", "cpu", root=tmp_path) is not None for i in range(3)] == [1, 1, 0]
+    done = _compute(tmp_path, _record(calls))
+    assert calls == [0, 1, 2]  # the next try computed only the missing unit
+    one_go = _compute(tmp_path / "fresh", _record([]))
+    plain = _compute(tmp_path / "plain", _record([]), options=OFF)
+    for a in (one_go, plain):
+        for k, v in a.data.items():
+            assert np.array_equal(done[k], v) if isinstance(v, np.ndarray) else done[k] == v, k
+    assert not [p for p in (tmp_path / "plain" / "nb").iterdir() if "__" in p.name]  # parts off: none stored
+    # a part belongs to its record's config: another config computes its units again
+    calls.clear()
+    _compute(tmp_path, _record(calls), config={"n": 4})
+    assert calls == [0, 1, 2]
+
+
+def test_outside_a_record_a_part_is_its_function(tmp_path):
+    assert parts.part("u", {}, lambda: {"v": 1}) == {"v": 1} and parts.current_options() is None
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ParameterError, match="key must be an identifier-like string"):
+        parts.part("a__b", {}, dict)
+    assert parts.is_part("compare_mnist__mae_s0") and not parts.is_part("compare_mnist")

@@ -1,0 +1,83 @@
+"""maelab.prefetch: a page's runs pre-trained by a pool of worker processes, then resumed by the page's own loop
+with the same numbers; the checkpoint lock that keeps two writers off one checkpoint."""
+
+import fcntl
+
+import pytest
+import torch
+
+from maelab import experiments as E
+from maelab import prefetch
+from maelab._validate import ParameterError
+from maelab.train.checkpoint import LOCK_NAME, checkpoint_lock, default_checkpoint_dir
+
+
+def _spec(seed):
+    return E.PretrainSpec(dataset="shapes", n_train=64, n_test=32, size="micro", epochs=2, batch_size=32, seed=seed)
+
+
+@pytest.fixture()
+def pool():
+    yield
+    prefetch.shutdown()
+
+
+def test_prefetched_runs_resume_with_the_numbers_of_the_loop_s_own_training(cache, tmp_path, monkeypatch, pool):
+    specs = [_spec(0), _spec(1)]
+    assert prefetch.prefetch(specs + [specs[0]], device="cpu", workers=2) == 2  # each spec once
+    prefetch.join()
+    got = [E.pretrain(s, device="cpu", progress=False) for s in specs]
+    # the workers trained both: the loop's call resumed a finished checkpoint and took no step
+    assert [r[1].resumed_from for r in got] == [(2, 0), (2, 0)]
+    # the same specs trained by the loop itself, one thread as the workers, in a fresh cache
+    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path / "own"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        own = [E.pretrain(s, device="cpu", progress=False) for s in specs]
+    finally:
+        torch.set_num_threads(threads)
+    for (m1, r1, _, _), (m2, r2, _, _) in zip(got, own):
+        assert r2.resumed_from is None
+        assert [h["loss"] for h in r1.history] == [h["loss"] for h in r2.history]
+        for (k, a), b in zip(m1.state_dict().items(), m2.state_dict().values()):
+            assert torch.equal(a, b), k
+
+
+def test_no_pool_unless_asked_for_two_or_more_workers(cache, tmp_path):
+    from maelab import store
+    from maelab.options import RunOptions
+
+    assert prefetch.prefetch([_spec(0)], device="cpu") == 0  # outside a record: no run options, no pool
+    assert prefetch.prefetch([_spec(0)], device="cpu", workers=1) == 0
+    assert not default_checkpoint_dir(_spec(0).key).exists()  # nothing was trained
+    # inside a record being computed, the pool size is its run options' train_workers
+    seen = []
+
+    def fn():
+        seen.append(prefetch.pool_size())
+        return {"x": 1}
+
+    for n in (0, 3):
+        kw = dict(notebook="nb", profile="cpu", root=tmp_path / str(n), log=None)
+        store.load_or_compute("r", {}, fn, options=RunOptions(train_workers=n), **kw)
+    assert seen == [0, 3]
+    with pytest.raises(ParameterError, match="train_workers must be a whole number"):
+        RunOptions(train_workers=-1)
+
+
+def test_a_checkpoint_held_by_another_writer_is_skipped_or_waited_for(tmp_path):
+    folder = tmp_path / "ck"
+    with checkpoint_lock(folder) as mine:
+        assert mine
+        with checkpoint_lock(folder, blocking=False) as again:  # re-entrant in the holding process
+            assert again
+    # another writer (another open file description, as another process has) holds the folder
+    folder.mkdir(exist_ok=True)
+    with open(folder / LOCK_NAME, "a") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        with checkpoint_lock(folder, blocking=False) as mine:
+            assert not mine
+        fcntl.flock(other, fcntl.LOCK_UN)
+    with checkpoint_lock(folder, blocking=False) as mine:
+        assert mine
