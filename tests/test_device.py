@@ -422,12 +422,13 @@ def test_runs_side_by_side_are_measured_and_priced(tmp_path, monkeypatch):
     from maelab.device.calibrate import calibrate
 
     run = cost.PlannedRun("tiny", size="micro", img_size=16, channels=1, batch_size=8, steps=10)
-    res = calibrate(device="cpu", runs=[run], iters=2, root=tmp_path, allow_cpu=True, pool_procs=(2,), log=_quiet)
+    # one spawned process keeps the test short; the speed-ups of more are a measurement (benchmarks/gpu_concurrency)
+    res = calibrate(device="cpu", runs=[run], iters=2, root=tmp_path, allow_cpu=True, pool_procs=(1,), log=_quiet)
     pool = res["pool"]
-    assert list(pool["procs"]) == [1, 2] and pool["speedup"][0] == 1.0 and pool["speedup"][1] > 0
-    assert pool["images_per_s_wall"][1] == pytest.approx(pool["speedup"][1] * pool["images_per_s_wall"][0])
+    assert list(pool["procs"]) == [1] and pool["speedup"][0] == 1.0 and pool["images_per_s_wall"][0] > 0
+    assert res.provenance["config"]["pool_procs"] == [1]
     points, where = devices.pool_points(res)
-    assert points == ((1, 1.0), (2, float(pool["speedup"][1]))) and where == "the calibration's pool table"
+    assert points == ((1, 1.0),) and where == "the calibration's pool table"
     d = dataclasses.replace(cost.H100, pool=((1, 1.0), (4, 2.5), (8, 3.5)), pool_workers=8)
     assert [d.pool_factor(n) for n in (0, 1, 2, 4, 6, 8, 20)] == pytest.approx([1, 1, 1.5, 2.5, 3.0, 3.5, 3.5])
     assert dataclasses.replace(d, pool_workers=4).pool_factor(20) == pytest.approx(2.5)  # no more than the workers

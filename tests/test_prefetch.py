@@ -81,3 +81,29 @@ def test_a_checkpoint_held_by_another_writer_is_skipped_or_waited_for(tmp_path):
         fcntl.flock(other, fcntl.LOCK_UN)
     with checkpoint_lock(folder, blocking=False) as mine:
         assert mine
+
+
+def test_a_device_program_s_workers_do_not_run_the_program_again(cache, tmp_path):
+    """The device runner runs a notebook's program as a file; the pool's spawned workers must not import it as their
+    main module (which would run the whole program once more per worker)."""
+    import os
+    import sys
+    import time
+
+    from maelab.device.runner import run_program
+
+    marker = tmp_path / "ran"
+    script = tmp_path / "program.py"
+    script.write_text(
+        "from maelab import experiments as E, prefetch\n"
+        f"open({str(marker)!r}, 'a').write('x')\n"
+        "spec = E.PretrainSpec(dataset='shapes', n_train=64, n_test=32, size='micro', epochs=1, batch_size=32)\n"
+        "prefetch.prefetch([spec], device='cpu', workers=2)\n"
+        "prefetch.join()\n"
+        "print(E.pretrain(spec, device='cpu', progress=False)[1].resumed_from)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    out = run_program(script, tmp_path, env, time.monotonic() + 120, tmp_path / "log", grace_s=5)
+    log = (tmp_path / "log").read_text()
+    assert out["status"] == "finished", log
+    assert marker.read_text() == "x" and log.strip().endswith("(1, 0)"), log  # run once; a worker trained it

@@ -29,6 +29,7 @@ loop, which trains the spec itself and meets the error there. The device runner
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing as mp
 import sys
 from collections.abc import Iterable
@@ -39,6 +40,7 @@ from . import parts
 #: one process's images per second at 8 processes on the lent H100 and 5.3x at 14.
 DEFAULT_GPU_WORKERS = 8
 
+EXIT_WAIT_S = 2.0  # at exit, seconds a worker may take to finish before it is ended
 _pools: dict[tuple, tuple] = {}  # (device, caps) -> (queue, processes)
 
 
@@ -88,6 +90,8 @@ def prefetch(specs: Iterable, *, device: str, caps=None, workers: int | None = N
         procs = [ctx.Process(target=_worker, args=(queue, str(device), caps), daemon=True) for _ in range(n)]
         for p in procs:
             p.start()
+        if not _pools:
+            atexit.register(shutdown, EXIT_WAIT_S)
         _pools[key] = (queue, procs)
     queue = _pools[key][0]
     for s in specs:
@@ -102,11 +106,17 @@ def join() -> None:
         queue.join()
 
 
-def shutdown() -> None:
-    """End every pool's workers (after what they were handed) and forget the pools."""
+def shutdown(timeout: float | None = None) -> None:
+    """End every pool's workers after what they were handed (``timeout``: seconds to wait for each before ending it
+    at once) and forget the pools. Registered to run, with a short timeout, when the process exits."""
     for queue, procs in _pools.values():
         for _ in procs:
             queue.put(None)
         for p in procs:
-            p.join()
+            p.join(timeout)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+        queue.close()
+        queue.join_thread()
     _pools.clear()

@@ -196,7 +196,10 @@ def run_program(script: Path, cwd: Path, env: dict, deadline: float, out_log: Pa
     """Run one notebook program until it ends or ``deadline`` (``time.monotonic``); its outcome."""
     t0 = time.monotonic()
     with open(out_log, "wb") as out:
-        cmd = [sys.executable, str(script)]
+        # run by path but not as __main__: a process the program spawns (maelab.prefetch's workers) would otherwise
+        # import the main module, i.e. run the whole program again
+        cmd = [sys.executable, "-c", "import runpy, sys; runpy.run_path(sys.argv[1], run_name='maelab_program')"]
+        cmd.append(str(script))
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         while True:
             left = _budget_left(deadline)
