@@ -196,7 +196,7 @@ def _stage_gpu_calibration(results: Path, folder: Path) -> None:
             "images/s": pts["images_per_s"].round(0).astype(int),
             "kernels per step": pts["ops_per_step"],
             "µs per kernel": (1e6 * pts["seconds_per_step"] / pts["ops_per_step"]).round(1),
-            "% of bf16 peak": (100 * pts["fraction_of_h100_bf16_peak"]).round(2),
+            "bf16 peak (%)": (100 * pts["fraction_of_h100_bf16_peak"]).round(2),
             "measured on": f"{rec['device_name']}, torch {rec['torch']}, CUDA {rec['cuda']}, {when}",
         }
     )
