@@ -66,3 +66,20 @@ def test_outside_a_record_a_part_is_its_function(tmp_path):
     with pytest.raises(ParameterError, match="key must be an identifier-like string"):
         parts.part("a__b", {}, dict)
     assert parts.is_part("compare_mnist__mae_s0") and not parts.is_part("compare_mnist")
+
+
+def test_stored_says_whether_a_part_would_be_loaded(tmp_path):
+    seen = []
+
+    def fn():
+        seen.append([parts.stored(f"unit{i}", {"i": i}) for i in range(2)])
+        parts.part("unit0", {"i": 0}, lambda: {"x": 1})
+        seen.append([parts.stored("unit0", {"i": 0}), parts.stored("unit0", {"i": 1})])  # its config, not another
+        raise Stop
+
+    with pytest.raises(Stop):
+        _compute(tmp_path, fn)
+    with pytest.raises(Stop):
+        _compute(tmp_path / "off", fn, options=OFF)
+    assert seen == [[False, False], [True, False], [False, False], [False, False]]  # parts off: never stored
+    assert not parts.stored("unit0", {"i": 0})  # outside a record

@@ -59,20 +59,43 @@ def scope(**where: Any) -> Iterator[None]:
         _scope.reset(token)
 
 
-def part(key: str, config: dict, fn: Callable[[], dict], *, seeds=None) -> dict:
-    """``fn()``, stored as the part ``<record>__<key>`` of the record being computed where parts are on (see the
-    module docstring), else computed. ``key``: identifier-like, unique within the record; ``config``: what ``fn``
-    reads beyond the record's config (JSON-able); ``seeds``: provenance. Returns the values (a dict)."""
+def _active(key: str, config: dict):
+    """(the record being computed, the part's store name, its full config), or None where parts are off."""
     if not isinstance(key, str) or not _records.is_name(key) or SEPARATOR in key:
         raise ParameterError("key", f"an identifier-like string without {SEPARATOR!r}", key)
     where = _scope.get()
     if where is None or where.get("options") is None or not where["options"].store_parts:
+        return None
+    full = {"part of": where["name"], "record config": where["config_hash"], **config}
+    return where, f"{where['name']}{SEPARATOR}{key}", full
+
+
+def stored(key: str, config: dict) -> bool:
+    """Whether :func:`part` with ``key`` and ``config`` would load a stored part rather than compute (never where
+    parts are off, or the record is recomputed): what a caller asks before it hands the run to
+    :mod:`maelab.prefetch`."""
+    got = _active(key, config)
+    if got is None or got[0]["recompute"]:
+        return False
+    from . import store
+
+    where, name, full = got
+    return store.matches(where["notebook"], name, where["profile"], full, where["options"], root=where["root"])
+
+
+def part(key: str, config: dict, fn: Callable[[], dict], *, seeds=None) -> dict:
+    """``fn()``, stored as the part ``<record>__<key>`` of the record being computed where parts are on (see the
+    module docstring), else computed. ``key``: identifier-like, unique within the record; ``config``: what ``fn``
+    reads beyond the record's config (JSON-able); ``seeds``: provenance. Returns the values (a dict)."""
+    got = _active(key, config)
+    if got is None:
         return fn()
     from . import store
 
+    where, name, full = got
     res = store.load_or_compute(
-        f"{where['name']}{SEPARATOR}{key}",
-        {"part of": where["name"], "record config": where["config_hash"], **config},
+        name,
+        full,
         fn,
         notebook=where["notebook"],
         profile=where["profile"],
@@ -85,6 +108,6 @@ def part(key: str, config: dict, fn: Callable[[], dict], *, seeds=None) -> dict:
     if res.from_store:  # the record's provenance names the datasets its stored parts loaded
         from .data.packaged import record_dataset
 
-        for name, sha in (res.provenance.get("datasets") or {}).items():
-            record_dataset(name, sha)
+        for dataset, sha in (res.provenance.get("datasets") or {}).items():
+            record_dataset(dataset, sha)
     return dict(res.data)

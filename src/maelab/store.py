@@ -486,10 +486,10 @@ def read(notebook: str, name: str, profile: str, config: dict, root: str | os.Pa
     return found
 
 
-def matches(notebook: str, name: str, profile: str, config: dict, options: RunOptions | None = None) -> bool:
+def matches(notebook: str, name: str, profile: str, config: dict, options: RunOptions | None = None, root=None) -> bool:
     """Whether :func:`load_or_compute` would load rather than compute (a trustworthy record of ``config``'s hash
-    under the results root of ``profile`` and ``options``): read, silent; asked before a pending run is prefetched."""
-    path = record_path(results_root(profile, options), notebook, name, profile)
+    under ``root``, default that of ``profile`` and ``options``): read, silent; asked before a run is prefetched."""
+    path = record_path(Path(root) if root is not None else results_root(profile, options), notebook, name, profile)
     return _stored(path, config_hash(config), lambda line: None, quiet=True) is not None
 
 

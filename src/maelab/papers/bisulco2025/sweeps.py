@@ -36,7 +36,7 @@ from maelab._util import resolve_device
 from maelab._validate import ParameterError, one_of, positive_int
 from maelab.claims import FineTuneCheck
 from maelab.options import DryRunLimits, cap
-from maelab.parts import part
+from maelab.parts import part, stored
 from maelab.prefetch import prefetch
 
 __all__ = [
@@ -181,7 +181,8 @@ def evaluate_specs(
     """:func:`maelab.experiments.pretrain_and_evaluate` for each spec, in order (its probe with one BLAS thread, as
     the stored sweeps were computed; ``caps``: a dry run's). On a lent GPU a pool of workers pre-trains the specs
     side by side while the loop evaluates (:mod:`maelab.prefetch`)."""
-    prefetch([experiments.training_spec(s) for s in specs], device=str(resolve_device(device)), caps=caps)
+    ahead = [experiments.training_spec(s) for s in specs if not stored(s.key, {"spec": s.to_config()})]
+    prefetch(ahead, device=str(resolve_device(device)), caps=caps)
     # each run stored on its own where an installment computes the record (maelab.parts); the callers read the
     # trainer's history by key, so its JSON round trip (sorted keys) changes nothing they see
     return [

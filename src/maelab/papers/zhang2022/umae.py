@@ -35,7 +35,7 @@ from maelab._util import resolve_device
 from maelab._validate import ParameterError
 from maelab.claims import FineTuneCheck
 from maelab.options import DryRunLimits
-from maelab.parts import part
+from maelab.parts import part, stored
 from maelab.prefetch import prefetch
 
 POOLS = ("cls", "mean")
@@ -250,6 +250,11 @@ def raw_pixel_probe(
     return {"linear_acc": float(lp.test_acc), "knn_acc": float(knn)}
 
 
+def _part_config(spec, rank_epochs, finetune_epochs: int, keep: bool) -> dict[str, Any]:
+    """What one run of :func:`compare` reads beyond the record's config: its part's config (:mod:`maelab.parts`)."""
+    return {"spec": trained_spec(spec, rank_epochs).to_config(), "finetune_epochs": finetune_epochs, "features": keep}
+
+
 def _run_as_part(key: str, spec, rank_epochs, finetune_epochs: int, keep: bool, run: dict) -> dict[str, Any]:
     """:func:`evaluate_run` of one run of :func:`compare`, stored on its own where an installment computes the
     record (:func:`maelab.parts.part`); the test features only where ``keep``. Its row and history travel as tables,
@@ -263,8 +268,7 @@ def _run_as_part(key: str, spec, rank_epochs, finetune_epochs: int, keep: bool, 
         rest = {k: v for k, v in r.items() if k not in drop}
         return {**tables, **rest, **{f"sv_{p}": v for p, v in r["sv"].items()}}
 
-    cfg = {"spec": trained_spec(spec, rank_epochs).to_config(), "finetune_epochs": finetune_epochs, "features": keep}
-    r = part(key, cfg, compute)
+    r = part(key, _part_config(spec, rank_epochs, finetune_epochs, keep), compute)
     r["sv"] = {k[3:]: v for k, v in r.items() if k.startswith("sv_")}
     r["row"], r["history"] = r["row"].to_dict("records")[0], r["history"].to_dict("records")
     return r
@@ -317,29 +321,29 @@ def compare(
     rows, curves, ranks, out = [], [], [], {}
     sv: dict[str, list] = {}
     # on a lent GPU a pool of workers pre-trains the runs side by side while this loop evaluates (maelab.prefetch)
-    ahead = [
-        trained_spec(dataclasses.replace(base, **dict(f), seed=s), rank_epochs)
-        for f in variants.values()
+    # (variant, seed, spec, fine-tuning epochs, test features kept: of features_seed only), in the loop's order
+    todo = [
+        (name, s, dataclasses.replace(base, **dict(f), seed=s), finetune_epochs if name in finetune_variants else 0)
+        for name, f in variants.items()
         for s in seeds
     ]
-    prefetch(ahead, device=str(resolve_device(device)), caps=caps)
-    for name, fields in variants.items():
-        for s in seeds:
-            spec = dataclasses.replace(base, **dict(fields), seed=s)
-            ft = finetune_epochs if name in finetune_variants else 0
-            keep = features_seed is not None and s == features_seed  # the test features: of this seed only
-            run = dict(probe_cs=probe_cs, probe_method=probe_method, device=device, progress=progress, caps=caps)
-            r = _run_as_part(f"{name}_s{s}", spec, rank_epochs, ft, keep, run)
-            rows.append({"variant": name, "seed": s, **r["row"]})
-            curves += [{"variant": name, "seed": s, **h} for h in r["history"]]
-            ranks += [
-                {"variant": name, "seed": s, "epoch": e, "effective_rank": a, "effective_rank_mean": b}
-                for e, a, b in r["ranks"]
-            ]
-            sv.setdefault(name, []).append(r["sv"]["cls"])
-            if features_seed is not None and s == features_seed:
-                out[f"features_{name}"] = r["test_features"]
-                out["labels"] = r["test_labels"]
+    todo = [(*t, features_seed is not None and t[1] == features_seed) for t in todo]
+    # the runs not already stored as parts, pre-trained side by side on a lent GPU meanwhile (maelab.prefetch)
+    pending = [t for t in todo if not stored(f"{t[0]}_s{t[1]}", _part_config(t[2], rank_epochs, t[3], t[4]))]
+    prefetch([trained_spec(t[2], rank_epochs) for t in pending], device=str(resolve_device(device)), caps=caps)
+    run = dict(probe_cs=probe_cs, probe_method=probe_method, device=device, progress=progress, caps=caps)
+    for name, s, spec, ft, keep in todo:
+        r = _run_as_part(f"{name}_s{s}", spec, rank_epochs, ft, keep, run)
+        rows.append({"variant": name, "seed": s, **r["row"]})
+        curves += [{"variant": name, "seed": s, **h} for h in r["history"]]
+        ranks += [
+            {"variant": name, "seed": s, "epoch": e, "effective_rank": a, "effective_rank_mean": b}
+            for e, a, b in r["ranks"]
+        ]
+        sv.setdefault(name, []).append(r["sv"]["cls"])
+        if keep:
+            out[f"features_{name}"] = r["test_features"]
+            out["labels"] = r["test_labels"]
     if random_init:
         first = next(iter(variants.values()))
         for s in seeds:
