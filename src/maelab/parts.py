@@ -8,10 +8,10 @@ be cut off in every installment and never stored. Its finished runs should survi
 How. A compute function wraps each unit in ``part(key, config, fn)``. Inside the ``fn`` of a
 :func:`~maelab.store.load_or_compute` that is computing a record ``<name>`` (the store opens a :func:`scope`) with
 run options whose ``store_parts`` is on (:class:`maelab.options.RunOptions`), the unit becomes a record of its own,
-``<name>__<key>``
-in the same notebook folder and profile, under a config that holds the record's name, the hash of the record's
-config and ``config`` (what the unit reads): loaded when stored, else computed and stored like any record (complete
-and verified, or nothing). Anywhere else -- no record being computed, or ``store_parts`` off, as in every cpu run
+``<name>__<key>`` in the same notebook folder and profile, under a config that holds the record's name, the hash of
+the record's config and ``config`` (what the unit reads): loaded when stored, else computed and stored like any
+record (complete and verified, or nothing). :func:`stored` says beforehand which units are stored, so that only
+the others are handed to :mod:`maelab.prefetch`. Anywhere else -- no record being computed, or ``store_parts`` off, as in every cpu run
 and the book -- ``part`` just returns ``fn()``. The device runner turns it on for the notebooks it runs, so
 an installment's finished parts travel back in its archive, are imported and committed, travel with the tree to
 the next installment and are loaded there: the record is assembled once every part exists.
