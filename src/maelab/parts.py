@@ -11,10 +11,11 @@ run options whose ``store_parts`` is on (:class:`maelab.options.RunOptions`), th
 ``<name>__<key>`` in the same notebook folder and profile, under a config that holds the record's name, the hash of
 the record's config and ``config`` (what the unit reads): loaded when stored, else computed and stored like any
 record (complete and verified, or nothing). :func:`stored` says beforehand which units are stored, so that only
-the others are handed to :mod:`maelab.prefetch`. Anywhere else -- no record being computed, or ``store_parts`` off, as in every cpu run
-and the book -- ``part`` just returns ``fn()``. The device runner turns it on for the notebooks it runs, so
-an installment's finished parts travel back in its archive, are imported and committed, travel with the tree to
-the next installment and are loaded there: the record is assembled once every part exists.
+the others are handed to :mod:`maelab.prefetch`. Anywhere else -- no record being computed, or ``store_parts``
+off, as in every cpu run and the book -- ``part`` just returns ``fn()``. The device runner turns it on for the
+notebooks it runs, so an installment's finished parts travel back in its archive, are imported and committed,
+travel with the tree to the next installment and are loaded there: the record is assembled once every part
+exists.
 
 What does not change: the record. A part's values go through the store's exact round trip (JSON floats, npz
 arrays), so a record assembled from stored parts equals one computed in one go (a test checks it). ``fn`` must

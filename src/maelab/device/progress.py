@@ -86,14 +86,14 @@ def progress(
     device=None,
 ):
     """One row per planned notebook (``plans``: default :func:`maelab.cost.notebook_plans`): planned runs (with
-        their repeats), predicted minutes on ``device`` (default: :func:`maelab.cost.gpu_device` for ``gpu``, the
-        calibrated CPU for ``cpu``), results stored (verified records of ``profile``, claims left out) and parts stored
-    (:mod:`maelab.parts`: the finished runs of records an installment did not finish), the minutes they
-        took on a device of the profile's kind (a gpu record computed on a CPU does not count), whether the result set
-        is complete (:func:`complete`), the minutes left (0 when complete, else the prediction less the minutes spent,
-        at least 0: an estimate, as good as the plan), and the devices and torch versions that computed the records.
-        ``root``: the results root (default the committed ``data/results``). A page's stored results are those of its
-        folder and those of other folders its claims record cites (the shared zoo's entries of a zoo-reading page)."""
+    their repeats), predicted minutes on ``device`` (default: :func:`maelab.cost.gpu_device` for ``gpu``, the
+    calibrated CPU for ``cpu``), results stored (verified records of ``profile``, claims left out) and parts stored
+    (:mod:`maelab.parts`: the finished runs of records an installment did not finish), the minutes they took on a
+    device of the profile's kind (a gpu record computed on a CPU does not count), whether the result set is complete
+    (:func:`complete`), the minutes left (0 when complete, else the prediction less the minutes spent, at least 0:
+    an estimate, as good as the plan), and the devices and torch versions that computed the records. ``root``: the
+    results root (default the committed ``data/results``). A page's stored results are those of its folder and
+    those of other folders its claims record cites (the shared zoo's entries of a zoo-reading page)."""
     import pandas as pd
 
     from .. import cost
