@@ -175,7 +175,7 @@ def test_program_injects_the_run_options_after_the_parameters_cell(tmp_path):
     cells = [{"source": "import x", "tags": []}, {"source": "run_options = None", "tags": ["parameters"]}]
     cells.append({"source": "print(run_options)", "tags": []})
     manifest = {"profile": "gpu", "commit": "ab" * 20, "dirty": False}
-    opts = rn.run_options(manifest, "cuda", tmp_path / "results", tmp_path / "scratch")
+    opts = rn.run_options(manifest, "cuda", tmp_path / "results", tmp_path / "scratch", train_workers=8)
     assert opts == RunOptions(
         profile="gpu",
         device="cuda",
@@ -183,6 +183,8 @@ def test_program_injects_the_run_options_after_the_parameters_cell(tmp_path):
         results_root=str(tmp_path / "results"),
         dry_run=DryRunLimits(scratch=str(tmp_path / "scratch")),
         git=("ab" * 20, False),
+        train_workers=8,  # maelab.prefetch's pool
+        store_parts=True,  # a record cut off by the budget keeps its finished runs (maelab.parts)
     )  # the one parameter: everything the program needs that the environment used to carry
     assert rn.run_options({**manifest, "commit": "unknown"}, "cpu", tmp_path, None).git is None
     text = rn.program(cells, 1, {"run_options": opts.to_param()}, "nb", record_log=str(tmp_path / "log.jsonl"))
