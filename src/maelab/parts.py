@@ -2,7 +2,7 @@
 computed, so that a computation stopped midway keeps what it finished.
 
 Why. A store record is all or nothing (:func:`maelab.store.load_or_compute`), which is right for what the book
-reads, but a gpu installment (:mod:`maelab.device`) has 8 minutes: a record of fifteen runs that takes twelve would
+reads, but a gpu installment (``maelab.device``) has 8 minutes: a record of fifteen runs that takes twelve would
 be cut off in every installment and never stored. Its finished runs should survive the cut.
 
 How. A compute function wraps each unit in ``part(key, config, fn)``. Inside the ``fn`` of a

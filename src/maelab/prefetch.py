@@ -14,7 +14,7 @@ being computed, :func:`maelab.parts.current_options`) is 2 or more, the specs go
 spawned worker processes (one torch thread each, started on the first call, daemonic: they end with the page);
 each worker takes the next spec whose checkpoint no one is training, pre-trains it into the checkpoint cache
 (:func:`maelab.experiments.pretrain`) and takes the next. The page's own loop goes on as before: its
-``pretrain(spec)`` waits on the checkpoint folder's lock (:func:`maelab.train.checkpoint.checkpoint_lock`) while a
+``pretrain(spec)`` waits on the checkpoint folder's lock (``maelab.train.checkpoint.checkpoint_lock``) while a
 worker trains that spec, then resumes the finished checkpoint, which takes no step; a spec no worker has reached is
 trained by the loop itself (the workers skip a locked folder). Otherwise (0 or 1: every CPU run, every test but the
 pool's own) ``prefetch`` does nothing, so the cpu profile trains exactly as before.
@@ -23,7 +23,7 @@ What does not change: the numbers. A worker runs the same :func:`~maelab.experim
 the same device as the loop would, and the checkpoint resumes exactly (:mod:`maelab.train.checkpoint`); the record's
 config is the spec's, whoever trained it. A worker's error is printed (one line, the spec's key) and left for the
 loop, which trains the spec itself and meets the error there. The device runner
-(:mod:`maelab.device.runner`) sets ``train_workers`` for the notebooks it runs on CUDA (``--train-workers``, default
+(``maelab.device.runner``) sets ``train_workers`` for the notebooks it runs on CUDA (``--train-workers``, default
 :data:`DEFAULT_GPU_WORKERS`).
 """
 
@@ -36,7 +36,7 @@ from collections.abc import Iterable
 
 from . import parts
 
-#: The pool on a lent GPU (:mod:`maelab.device.runner`'s default): ``benchmarks/gpu_concurrency.py`` measured 4.8x
+#: The pool on a lent GPU (``maelab.device.runner``'s default): ``benchmarks/gpu_concurrency.py`` measured 4.8x
 #: one process's images per second at 8 processes on the lent H100 and 5.3x at 14.
 DEFAULT_GPU_WORKERS = 8
 

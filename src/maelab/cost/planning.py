@@ -35,7 +35,7 @@ class PlannedRun:
     images kept on the device (memory only); ``jobs``: the probes and k-NN on the extracted features
     (:class:`EvalJob`, per repeat); ``pool``: how many runs (these repeats and others) the page hands
     :mod:`maelab.prefetch` together, which on a device with a measured pool speed-up
-    (:meth:`~maelab.cost.devices.Device.pool_factor`) pre-train side by side (0: one after another).
+    (:meth:`maelab.cost.Device.pool_factor`) pre-train side by side (0: one after another).
     """
 
     label: str
@@ -181,7 +181,7 @@ def predict(run: PlannedRun, device: Device, host: Device | None = None) -> dict
     """Predicted cost of ``run`` (all its repeats) on ``device``: FLOPs and seconds of pre-training, evaluation
     (forward passes), fine-tuning, k-NN (``knn_s``, on the device) and the probes (``probe_s``), and their total
     (``seconds``). Pre-training of a run in a prefetch pool (``run.pool``) is divided by the device's measured
-    speed-up of runs trained side by side (:meth:`~maelab.cost.devices.Device.pool_factor`; the page's evaluation,
+    speed-up of runs trained side by side (:meth:`maelab.cost.Device.pool_factor`; the page's evaluation,
     which goes on meanwhile, is still added in full: an over-count).
 
     The logistic-regression probes run on the CPU whatever the device (scikit-learn; :mod:`maelab.logreg` in
