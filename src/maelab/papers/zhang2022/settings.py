@@ -311,7 +311,7 @@ class ZhangAblationsSettings(NotebookSettings):
     6 runs more).
     gpu: ViT-Tiny (192-d, 12 layers) with patch 4 on the same data, 30 epochs, 3 seeds, sized with the cost model
     to fit 30 H100 minutes (``python -m maelab.book plan --profile gpu``). Re-sized after the first GPU calibration
-    (issue 25): the paper's five lambdas were 60 H100 minutes at the measured throughput (46 ms per ViT-Tiny step,
+    (issue 25): the paper's five lambdas were 82 H100 minutes at the measured throughput (46 ms per ViT-Tiny step,
     not the assumed 5 % MFU) and 33.8 with the runs trained side by side (:mod:`maelab.prefetch`); like cpu, it now
     keeps the three lambdas the claims compare (0, 0.01, 0.1: 27.2 min) rather than shortening every run, whose
     length decides whether the models learn. Never run on a GPU yet; the dry run checks that it runs.
