@@ -58,9 +58,12 @@ def test_degenerate_settings_are_rejected_in_one_line(params, start):
 def test_smoke_zoo_round_trip(tmp_path):
     S = zoo.ZooSettings.for_profile("smoke", seeds=[0], mask_ratios=[0.1, 0.75, 0.9], units=[1, 2])
     options = RunOptions(profile="smoke", device="cpu", results_root=str(tmp_path))
+    # what a pool would pre-train (maelab.prefetch): every trained entry, then, once stored, none
+    assert [s.key for s in zoo.pending_specs(S, options)] == [zoo.spec(S, r, u, 0).key for r, u in zoo.configs(S)]
     got = zoo.compute(S, options)
     assert list(got) == ["random_s0", "r0p1_u1_s0", "r0p75_u1_s0", "r0p9_u1_s0", "r0p75_u2_s0"]
     assert not any(r.from_store for r in got.values())
+    assert zoo.pending_specs(S, options) == [] and len(zoo.pending_specs(S, options.replace(recompute=True))) == 4
     again = zoo.compute(S, options)
     assert all(r.from_store for r in again.values())  # stored: read, not recomputed
     read = zoo.load_entries(S, "smoke", root=tmp_path)

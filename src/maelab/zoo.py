@@ -497,9 +497,9 @@ def compute(S: ZooSettings, options: RunOptions, *, raw_pixels: bool = False):
     profile, device, recompute, results root, dry-run caps): ``{store name: maelab.store.Result}`` in ``_jobs``
     order. What a page calls before it reads the zoo (:func:`load_entries`, with ``root=ctx.root``)."""
     options = _options(options)
-    # on a lent GPU a pool of workers pre-trains the pending entries side by side while the loop measures them
-    dev, todo = str(resolve_device(options.device)), pending_specs(S, options)
-    prefetch(todo, device=dev, caps=options.caps, workers=options.train_workers)
+    if options.train_workers > 1:  # on a lent GPU a pool pre-trains the pending entries while the loop measures
+        dev, todo = str(resolve_device(options.device)), pending_specs(S, options)
+        prefetch(todo, device=dev, caps=options.caps, workers=options.train_workers)
     out = {}
     for job in _jobs(S):
         if job[0] != "raw" or raw_pixels:

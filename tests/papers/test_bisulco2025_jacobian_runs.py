@@ -58,6 +58,7 @@ def test_configs_hash_to_the_committed_records():
 def test_sweeps_train_each_model_once_and_tabulate(cache, monkeypatch):
     S = profiles.settings("bisulco_jacobians", "smoke")  # m 0.3 and 0.8 at p 8; p 4 and 8 at m 0.8; one seed
     ctx = FakeContext()
+    ctx.options = RunOptions(train_workers=2)  # a pool (replaced below): what an installment on a GPU asks for
     NL = jr.NonlinearRuns(ctx, S)
     handed, trained = [], []  # maelab.prefetch's pool is handed exactly the models the loop trains, in order
     monkeypatch.setattr(jr, "prefetch", lambda specs, **kw: handed.extend(s.key for s in specs))

@@ -212,13 +212,9 @@ class NonlinearRuns:
         cells = [(M0, P0, s, tuple(S.snapshot_epochs)) for s in seeds]
         cells += [(m, P0, s, ()) for m in ms if m != M0 for s in seeds] + [(0.0, P0, s, ()) for s in seeds]
         cells += [(M0, p, s, ()) for p in ps if p != P0 for s in seeds]
-        pending = [c for c in cells if self.ctx.is_pending(self.name(*c[:3]), self.config(*c))]
-        prefetch(
-            [self.spec(*c) for c in pending],
-            device=str(self.ctx.device),
-            caps=self.ctx.caps,
-            workers=self.ctx.options.train_workers,
-        )
+        workers = self.ctx.options.train_workers
+        pending = [c for c in cells if workers > 1 and self.ctx.is_pending(self.name(*c[:3]), self.config(*c))]
+        prefetch([self.spec(*c) for c in pending], device=str(self.ctx.device), caps=self.ctx.caps, workers=workers)
         main = {s: self.result(M0, P0, s, S.snapshot_epochs) for s in seeds}
         by_m = {m: (dict(main) if m == M0 else {s: self.result(m, P0, s) for s in seeds}) for m in ms}
         ae = {s: self.result(0.0, P0, s) for s in seeds}
