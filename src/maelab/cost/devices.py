@@ -47,7 +47,9 @@ class Device:
     ``flops_per_s``: achieved FLOP/s (a constant); ``op_overhead_s``: floor per op; ``curve``: optional
     {kind: ((flops_per_step, achieved FLOP/s), ...)} measured points (kind "train" or "eval"), interpolated
     log-log in FLOPs per step and clamped at the ends (used instead of ``flops_per_s`` when given); ``probes``:
-    the measured probe workloads of a CPU calibration (``PROBE_WORKLOADS``), which :func:`probe_seconds` scales.
+    the measured probe workloads of a CPU calibration (``PROBE_WORKLOADS``), which :func:`probe_seconds` scales;
+    ``pool``, ``pool_workers``: the measured speed-up of runs trained side by side and the pool size
+    (:meth:`pool_factor`).
     """
 
     name: str
@@ -59,7 +61,6 @@ class Device:
     probes: tuple = ()
     pool: tuple = ()
     pool_workers: int = 0
-    pool_source: str = ""
 
     def pool_factor(self, runs: int) -> float:
         """How many times faster ``runs`` runs train side by side (:mod:`maelab.prefetch`, at most ``pool_workers``
@@ -183,6 +184,4 @@ def gpu_device(root: str | os.PathLike | None = None) -> Device:
     pool, where = pool_points(rec)
     if pool:
         src += f"; runs side by side: {DEFAULT_GPU_WORKERS} processes, speed-up from {where}"
-    return dataclasses.replace(
-        measured_device(rec["points"], src), pool=pool, pool_workers=DEFAULT_GPU_WORKERS, pool_source=where
-    )
+    return dataclasses.replace(measured_device(rec["points"], src), pool=pool, pool_workers=DEFAULT_GPU_WORKERS)
