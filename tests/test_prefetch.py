@@ -107,3 +107,42 @@ def test_a_device_program_s_workers_do_not_run_the_program_again(cache, tmp_path
     log = (tmp_path / "log").read_text()
     assert out["status"] == "finished", log
     assert marker.read_text() == "x" and log.strip().endswith("(1, 0)"), log  # run once; a worker trained it
+
+
+def test_whole_parts_computed_by_the_pool_are_the_parts_the_loop_would_compute(cache, tmp_path, monkeypatch, pool):
+    """compute_parts: inside a record with parts on, the workers compute and store each part (training and
+    evaluation); the page's own part() then loads it; the values equal the part computed in this process."""
+    import functools
+
+    from maelab import parts, store
+    from maelab.options import RunOptions
+
+    specs = [_spec(0), _spec(1)]
+    tasks = [
+        parts.Task(f"run{s.seed}", {"spec": s.to_config()}, functools.partial(E.pretrain_and_evaluate, s, device="cpu"))
+        for s in specs
+    ]
+    seen = {}
+
+    def fn():
+        seen["handed"] = prefetch.compute_parts(tasks, device="cpu")
+        seen["stored"] = [parts.stored(t.key, t.config) for t in tasks]  # before the loop below computes any
+        return {"acc": [t()["linear_acc"] for t in tasks], "loss": [t()["rec_loss"] for t in tasks]}
+
+    def record(root, workers):
+        kw = dict(notebook="nb", profile="smoke", root=root, log=None)
+        options = RunOptions(store_parts=True, train_workers=workers)
+        return store.load_or_compute("rec", {"n": 2}, fn, options=options, **kw)
+
+    pooled = record(tmp_path / "pool", 2)
+    assert seen == {"handed": 2, "stored": [True, True]}
+    assert prefetch.compute_parts(tasks, device="cpu", workers=2) == 0  # outside a record: nothing handed
+    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path / "own-cache"))  # trained afresh, not resumed
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as a worker trains
+    try:
+        own = record(tmp_path / "own", 0)
+    finally:
+        torch.set_num_threads(threads)
+    assert seen["handed"] == 0
+    assert pooled.data == own.data

@@ -15,7 +15,9 @@ the others are handed to :mod:`maelab.prefetch`. Anywhere else -- no record bein
 off, as in every cpu run and the book -- ``part`` just returns ``fn()``. The device runner turns it on for the
 notebooks it runs, so an installment's finished parts travel back in its archive, are imported and committed,
 travel with the tree to the next installment and are loaded there: the record is assembled once every part
-exists.
+exists. A part can also be computed in a worker process (:func:`maelab.prefetch.compute_parts`, on a lent GPU):
+the worker opens the same scope (:func:`record_scope`) and calls ``part`` itself, so the part is the same record
+whoever computed it, and the page's own ``part`` loads it.
 
 What does not change: the record. A part's values go through the store's exact round trip (JSON floats, npz
 arrays), so a record assembled from stored parts equals one computed in one go (a test checks it). ``fn`` must
@@ -27,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _records
 from ._validate import ParameterError
@@ -42,6 +44,28 @@ def current_options():
     where it was computed without options)."""
     where = _scope.get()
     return None if where is None else where.get("options")
+
+
+class Task(NamedTuple):
+    """One part to compute: ``part(key, config, fn, seeds=seeds)``. For :func:`maelab.prefetch.compute_parts`,
+    ``fn`` must pickle (a module-level function, or a ``functools.partial`` of one)."""
+
+    key: str
+    config: dict
+    fn: Callable[[], dict]
+    seeds: Any = None
+
+    def __call__(self) -> dict:
+        return part(self.key, self.config, self.fn, seeds=self.seeds)
+
+
+def record_scope() -> dict | None:
+    """The scope of the record being computed (see :func:`scope`) where parts are on, else None: what a worker
+    process needs to compute one of its parts (:func:`maelab.prefetch.compute_parts`)."""
+    where = _scope.get()
+    if where is None or where.get("options") is None or not where["options"].store_parts:
+        return None
+    return dict(where)
 
 
 def is_part(name: str) -> bool:

@@ -25,6 +25,13 @@ config is the spec's, whoever trained it. A worker's error is printed (one line,
 loop, which trains the spec itself and meets the error there. The device runner
 (``maelab.device.runner``) sets ``train_workers`` for the notebooks it runs on CUDA (``--train-workers``, default
 :data:`DEFAULT_GPU_WORKERS`).
+
+Whole parts. Pre-training is not all of a run: on the lent H200 (installment 2) ``compare_fashion_mnist``'s first
+eight runs pre-trained side by side in 222 s, then the loop evaluated its runs one after another, 24-45 s each
+(probes, fine-tuning, effective ranks) -- half the installment. Where the record's runs are stored as parts
+(:mod:`maelab.parts`, on in every installment), a compute function therefore hands the parts themselves to the
+pool, :func:`compute_parts`, which waits for them; its own loop then loads each part. A part is the same record
+whoever computed it (same config, same code, the store's lock), so the numbers do not change here either.
 """
 
 from __future__ import annotations
@@ -53,6 +60,17 @@ def pool_size(given: int | None = None) -> int:
     return 0 if options is None else int(options.train_workers)
 
 
+class _PartJob:
+    """A part (:class:`maelab.parts.Task`) to compute in a worker, inside its record's scope."""
+
+    def __init__(self, task: parts.Task, where: dict) -> None:
+        self.task, self.where = task, where
+
+    @property
+    def key(self) -> str:
+        return f"{self.where['name']}{parts.SEPARATOR}{self.task.key}"
+
+
 def _worker(queue, device: str, caps) -> None:
     import torch
 
@@ -61,17 +79,36 @@ def _worker(queue, device: str, caps) -> None:
     from .train.checkpoint import checkpoint_lock, default_checkpoint_dir
 
     while True:
-        spec = queue.get()
+        job = queue.get()
         try:
-            if spec is None:
+            if job is None:
                 return
-            with checkpoint_lock(default_checkpoint_dir(spec.key, caps), blocking=False) as mine:
+            if isinstance(job, _PartJob):  # stored by the store, under its lock: the page's part() loads it
+                with parts.scope(**job.where):
+                    job.task()
+                continue
+            with checkpoint_lock(default_checkpoint_dir(job.key, caps), blocking=False) as mine:
                 if mine:  # else someone (the page's loop) is training it: the next one
-                    experiments.pretrain(spec, device=device, progress=False, caps=caps)
-        except Exception as e:  # left for the page's loop, which trains the spec and meets the error itself
-            print(f"[prefetch] {spec.key}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                    experiments.pretrain(job, device=device, progress=False, caps=caps)
+        except Exception as e:  # left for the page's loop, which computes it and meets the error itself
+            print(f"[prefetch] {job.key}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
         finally:
             queue.task_done()
+
+
+def _queue(device: str, caps, n: int):
+    """The queue of the pool of ``n`` workers for (``device``, ``caps``), started on first use."""
+    key = (str(device), caps)
+    if key not in _pools:
+        ctx = mp.get_context("spawn")  # CUDA cannot be used in a forked child
+        queue = ctx.JoinableQueue()
+        procs = [ctx.Process(target=_worker, args=(queue, str(device), caps), daemon=True) for _ in range(n)]
+        for p in procs:
+            p.start()
+        if not _pools:
+            atexit.register(shutdown, EXIT_WAIT_S)
+        _pools[key] = (queue, procs)
+    return _pools[key][0]
 
 
 def prefetch(specs: Iterable, *, device: str, caps=None, workers: int | None = None) -> int:
@@ -83,20 +120,30 @@ def prefetch(specs: Iterable, *, device: str, caps=None, workers: int | None = N
     specs = list(dict.fromkeys(specs))  # each once, in order
     if n < 2 or not specs:
         return 0
-    key = (str(device), caps)
-    if key not in _pools:
-        ctx = mp.get_context("spawn")  # CUDA cannot be used in a forked child
-        queue = ctx.JoinableQueue()
-        procs = [ctx.Process(target=_worker, args=(queue, str(device), caps), daemon=True) for _ in range(n)]
-        for p in procs:
-            p.start()
-        if not _pools:
-            atexit.register(shutdown, EXIT_WAIT_S)
-        _pools[key] = (queue, procs)
-    queue = _pools[key][0]
+    queue = _queue(device, caps, n)
     for s in specs:
         queue.put(s)
     return len(specs)
+
+
+def compute_parts(tasks: Iterable, *, device: str, caps=None, workers: int | None = None) -> int:
+    """Compute the parts ``tasks`` (:class:`maelab.parts.Task`, picklable) of the record being computed in the
+    worker pool and wait for them, where parts are on (:func:`maelab.parts.record_scope`) and the pool size
+    (``workers``, see :func:`pool_size`) is 2 or more; returns how many were handed over (0: none, and the caller
+    trains as before -- e.g. :func:`prefetch` its pre-training only). Each worker computes a whole part, training
+    and evaluation, inside the record's scope: it is stored as the part the caller's own ``part`` call then loads
+    (a part already stored is not handed over; one a worker failed on is computed by the caller, which meets the
+    error itself). ``device``, ``caps``: as :func:`prefetch`'s."""
+    where = parts.record_scope()
+    n = pool_size(workers)
+    tasks = [t for t in tasks if not parts.stored(t.key, t.config)] if where is not None and n >= 2 else []
+    if not tasks:
+        return 0
+    queue = _queue(device, caps, n)
+    for t in tasks:
+        queue.put(_PartJob(t, where))
+    join()
+    return len(tasks)
 
 
 def join() -> None:

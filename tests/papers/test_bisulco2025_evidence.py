@@ -20,7 +20,7 @@ import pytest
 
 from maelab import store, zoo
 from maelab._validate import ParameterError
-from maelab.claims import LearnedCheck, verdict
+from maelab.claims import LearnedCheck, ReconstructionCheck, verdict
 from maelab.papers.bisulco2025 import evidence as ev
 from maelab.papers.bisulco2025 import sweeps_evidence as sev
 from maelab.papers.bisulco2025.claims import CLAIMS
@@ -311,7 +311,9 @@ def _sweeps_tables():
             (2, 2, 1, 0.84, 0.11),
         ],
         columns=["enc", "dec", "seed", "linear_acc", "rec_loss"],
-    ).assign(patch=4, mask=0.75)
+    ).assign(patch=4, mask=0.75, random_init_loss=1.0, patch_mean_loss=0.5)
+    # the pretext check: loss / min(1.0, 0.5); encoder 1 of seed 1 at 0.96 of the patch mean (0.95 allowed)
+    runs["pretext_loss"] = [0.30, 0.20, 0.25, 0.10, 0.48, 0.11]
     rand = pd.DataFrame(
         [(1, 1, 4, 0, 0.5), (1, 2, 4, 0, 0.5), (2, 1, 4, 0, 0.5), (2, 2, 4, 0, 0.5), (1, 2, 4, 1, 0.70),
          (2, 2, 4, 1, 0.5), (1, 2, 2, 0, 0.5)],
@@ -319,7 +321,7 @@ def _sweeps_tables():
     )  # fmt: skip
     pm = pd.DataFrame(
         [(2, 0.5, 0.66), (2, 0.75, 0.68), (4, 0.5, 0.53), (4, 0.75, 0.70)], columns=["patch", "mask", "linear_acc"]
-    ).assign(enc=1, dec=2, seed=0)
+    ).assign(enc=1, dec=2, seed=0, random_init_loss=0.4, patch_mean_loss=0.6, pretext_loss=[0.3, 0.3, 0.3, 0.39])
     cost = []  # flops = 100 + 10 enc + 30 dec, step time 1 + 0.1 enc + 0.2 dec on the depth grid
     for e in (1, 2):
         for d in (1, 2):
@@ -338,12 +340,28 @@ def test_learned_check_pairs_each_seed_with_its_random_init():
         sev.learned_check(runs.drop(columns="patch"), rand, "x")
 
 
+def test_pretext_check_against_the_better_reference_at_95_percent():
+    runs, _, _, _ = _sweeps_tables()
+    c = sev.pretext_check(runs[(runs.enc == 1) & (runs.dec == 2)], "encoder 1")
+    assert isinstance(c, ReconstructionCheck) and c.loss == (0.20, 0.48) and c.reference == (0.5, 0.5)
+    assert c.runs == ("seed 0", "seed 1") and c.max_ratio == 0.95 and not c.met  # seed 1: 0.96
+    assert "seed 1" in c.unmet and "patch-mean" in c.unmet
+    edge = runs.iloc[[0]].assign(pretext_loss=0.95 * 0.5)
+    assert sev.pretext_check(edge, "x").met  # exactly at the margin passes (the engine's <=)
+    with pytest.raises(ParameterError, match="trained"):
+        sev.pretext_check(runs.drop(columns="patch_mean_loss"), "x")
+
+
 def test_depth_rows_by_hand_with_one_encoder_that_did_not_learn():
     runs, rand, _, costs = _sweeps_tables()
-    checks = sev.depth_checks(runs, rand, SWEEPS)
+    checks = sev.depth_checks(runs, SWEEPS)  # the gate: the pretext task
     assert list(checks["key"]) == [1, 2] and not checks["key"][1].met and checks["key"][2].met
     assert checks["key"][1].what == "encoder 1, decoder 2, patch 4, mask 0.75 (seeds [0, 1])"
-    assert len(checks["grid"]) == 4 and all(c.met for c in checks["grid"])  # seed 0: gains 10 to 30 points
+    assert len(checks["grid"]) == 4 and all(c.met for c in checks["grid"])  # seed 0: 0.2 to 0.6 of the patch mean
+    assert all(isinstance(c, ReconstructionCheck) for c in [*checks["key"].values(), *checks["grid"]])
+    probe = sev.depth_checks(runs, SWEEPS, rand)  # context: the probe against random init
+    assert all(isinstance(c, LearnedCheck) for c in [*probe["key"].values(), *probe["grid"]])
+    assert not probe["key"][1].met and all(c.met for c in probe["grid"])  # seed 0: gains 10 to 30 points
     out = sev.depth_evidence(runs, checks, SWEEPS)
     d = out["bisulco.fig15_encoder_depth"]
     assert d.x == (1.0, 2.0) and d.y == approx((0.71, 0.82)) and d.y_err == approx((0.01, 0.02)) and d.y_n == (2, 2)
@@ -360,14 +378,16 @@ def test_depth_rows_by_hand_with_one_encoder_that_did_not_learn():
 
 def test_patch_mask_rows_by_hand_with_a_cell_that_did_not_learn():
     runs, rand, pm, costs = _sweeps_tables()
-    pm_checks = sev.patch_mask_checks(pm, rand, SWEEPS)
-    assert not pm_checks[4, 0.5].met and sum(c.met for c in pm_checks.values()) == 3  # 53 % vs 50 % at random init
+    pm_checks = sev.patch_mask_checks(pm, SWEEPS)  # the gate; patch 4 at 0.75: 0.39 > 0.95 x 0.4
+    assert not pm_checks[4, 0.75].met and sum(c.met for c in pm_checks.values()) == 3
+    probe = sev.patch_mask_checks(pm, SWEEPS, rand)  # context
+    assert not probe[4, 0.5].met and sum(c.met for c in probe.values()) == 3  # 53 % vs 50 % at random init
     out = sev.patch_mask_evidence(pm, costs, pm_checks, SWEEPS)
     f = out["bisulco.fig16_patch_time"]  # FLOPs 400 / 200 and 300 / 170; times 2.0 / 1.6 and 1.8 / 1.5
     assert f.samples == approx((math.log(2.0), math.log(300 / 170)))
     assert f.note == "patch 2 vs 4, paired over mask ratios [0.5, 0.75]; step-time ratios [1.25, 1.2]"
     a = out["bisulco.fig17_patch_acc"]
-    assert a.samples == approx((0.13, -0.02)) and a.unmet == pm_checks[4, 0.5].unmet
+    assert a.samples == approx((0.13, -0.02)) and a.unmet == pm_checks[4, 0.75].unmet
     assert verdict(ROWS["bisulco.fig17_patch_acc"], a)[0] == "inconclusive"
     m = out["bisulco.fig16_mask_time"]  # patch 4 (the base patch): 200 and 170 FLOPs
     assert m.x == (0.5, 0.75) and m.y == approx((2e-7, 1.7e-7)) and m.y_err is None and not m.unmet
@@ -378,7 +398,7 @@ def test_late_gains_and_the_mid_epoch():
     assert sev.late_epochs(SWEEPS) == (2, 4)
     assert sev.late_epochs(SimpleNamespace(epochs=4, snapshot_epochs=[3, 8])) == (3, 4)  # none <= 2: the first
     runs, rand, _, _ = _sweeps_tables()
-    checks = sev.depth_checks(runs, rand, SWEEPS)
+    checks = sev.depth_checks(runs, SWEEPS)
     sn = pd.DataFrame(
         [(2, 0, 2, 0.70), (2, 0, 4, 0.75), (2, 1, 2, 0.80), (2, 1, 4, 0.78), (1, 0, 2, 0.1), (1, 0, 4, 0.9)],
         columns=["enc", "seed", "epoch", "linear_acc"],
@@ -393,7 +413,7 @@ def test_late_gains_and_the_mid_epoch():
 
 def test_cka_of_the_last_layers_by_hand():
     runs, rand, _, _ = _sweeps_tables()
-    checks = sev.depth_checks(runs, rand, SWEEPS)
+    checks = sev.depth_checks(runs, SWEEPS)
     mats = np.full((2, 2, 2, 2), np.nan)  # seeds x depths (1, 2) x layer x layer of the deepest
     mats[0, 0, 0, -1], mats[0, 1, 1, -1], mats[1, 0, 0, -1], mats[1, 1, 1, -1] = 0.9, 0.95, 0.8, 0.97
     e = sev.cka_evidence(mats, checks["key"], SWEEPS)
@@ -515,11 +535,11 @@ def test_sweeps_reproduces_its_committed_claims():
     nb = "bisulco_sweeps"
     runs, pmr = _load(nb, "depth_grid")["runs"], _load(nb, "patch_mask_grid")["runs"]
     rand, costs = _load(nb, "random_init")["runs"], _load(nb, "step_costs")["costs"]
-    checks = sev.depth_checks(runs, rand, S)
+    checks = sev.depth_checks(runs, S)
     got = {
         **sev.depth_evidence(runs, checks, S),
         "bisulco.fig14_decoder_time": sev.decoder_time_evidence(costs, S),
-        **sev.patch_mask_evidence(pmr, costs, sev.patch_mask_checks(pmr, rand, S), S),
+        **sev.patch_mask_evidence(pmr, costs, sev.patch_mask_checks(pmr, S), S),
         "bisulco.fig18_late_gains": sev.late_gains_evidence(
             _load(nb, "snapshot_probes")["snapshots"], checks["key"], S
         ),

@@ -3,6 +3,7 @@ probes."""
 
 import numpy as np
 import pytest
+from pytest import approx
 import torch
 
 from maelab import experiments as E
@@ -128,6 +129,10 @@ def test_evaluate_specs_gives_the_pipeline_numbers(cache):
     (a,) = sweeps.evaluate_specs([spec], device="cpu", progress=False)
     b = E.pretrain_and_evaluate(spec, device="cpu", progress=False)
     assert a["linear_acc"] == b["linear_acc"] and a["rec_loss"] == b["rec_loss"] and a["knn_acc"] == b["knn_acc"]
+    # the pretext check's own loss is the trained model's test loss under the same masks (mask seed = spec seed)
+    assert a["pretext_loss"] == approx(b["rec_loss"], rel=1e-6)
+    init = E.reconstruction_loss(E.build_model(spec), E.load_data(spec, "cpu", progress=False)[1].images, None, spec.seed)
+    assert a["random_init_loss"] == approx(init, rel=1e-6) and 0 < a["patch_mean_loss"] < init
 
 
 def test_evaluate_specs_inside_an_installment_stores_each_run_and_reuses_it(cache, tmp_path, monkeypatch):
@@ -149,8 +154,16 @@ def test_evaluate_specs_inside_an_installment_stores_each_run_and_reuses_it(cach
         store.load_or_compute("grid", {"n": 2}, fn, **kw)
         return outs
 
+    import pickle
+
+    handed = []
+    real = sweeps.compute_parts
+    monkeypatch.setattr(sweeps, "compute_parts", lambda ts, **kw: (handed.extend(ts), real(ts, **kw))[1])
     first = record()
     assert len(list((tmp_path / "nb").glob("grid__*.smoke.json"))) == 2
+    # what a pool would compute (maelab.prefetch.compute_parts): the same parts, in a worker's reach
+    assert [t.key for t in handed] == [s.key for s in specs]
+    assert [pickle.loads(pickle.dumps(t)).fn.args for t in handed] == [(s,) for s in specs]
     (tmp_path / "nb" / "grid.smoke.json").unlink()
     monkeypatch.setattr(E, "pretrain_and_evaluate", lambda *a, **k: pytest.fail("a stored part was computed again"))
     again = record()
@@ -166,8 +179,8 @@ def test_evaluate_specs_runs_the_pipeline_with_its_default_probe_blas_limit(monk
     assert inspect.signature(E.pretrain_and_evaluate).parameters["blas_threads"].default == 1
     calls = []
     monkeypatch.setattr(E, "pretrain_and_evaluate", lambda spec, **kw: calls.append((spec, kw)) or {"k": spec.seed})
-    specs = [_spec(seed=1), _spec(seed=2)]
-    assert sweeps.evaluate_specs(specs, device="cpu", progress=False) == [{"k": 1}, {"k": 2}]
+    specs = [_spec(epochs=1, n_train=64, n_test=32, seed=s) for s in (1, 2)]
+    assert [o["k"] for o in sweeps.evaluate_specs(specs, device="cpu", progress=False)] == [1, 2]
     assert [c[0] for c in calls] == specs and all("blas_threads" not in c[1] for c in calls)
 
 

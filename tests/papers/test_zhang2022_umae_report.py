@@ -210,13 +210,21 @@ def test_compare_hands_the_prefetch_pool_exactly_the_runs_it_pre_trains(cache, m
     from maelab import experiments
     from maelab.papers.zhang2022 import umae
 
-    handed, trained = [], []
+    import pickle
+
+    handed, trained, tasks = [], [], []
     monkeypatch.setattr(umae, "prefetch", lambda specs, **kw: handed.extend(s.key for s in specs))
+    monkeypatch.setattr(umae, "compute_parts", lambda ts, **kw: tasks.extend(ts) and 0)  # as with no pool
     real = experiments.pretrain
     monkeypatch.setattr(experiments, "pretrain", lambda spec, **kw: (trained.append(spec.key), real(spec, **kw))[1])
     S = profiles.settings("zhang_umae", "smoke")
     report.compare_run(S, S.datasets[0], device="cpu", progress=False)
     assert handed == trained and len(set(trained)) == 2 * len(S.seeds)
+    # the whole runs a pool would compute (maelab.prefetch.compute_parts): one per run, in a worker's reach
+    assert [t.key for t in tasks] == [f"{v}_s{s}" for v in ("mae", "umae") for s in S.seeds]
+    for t in tasks:
+        again = pickle.loads(pickle.dumps(t))
+        assert (again.key, again.config, again.fn.args) == (t.key, t.config, t.fn.args)
 
 
 def test_compare_assembled_from_stored_parts_equals_one_computed_in_one_go(cache, tmp_path, monkeypatch):

@@ -25,6 +25,7 @@ not measure:
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 
@@ -36,14 +37,16 @@ from maelab._util import resolve_device
 from maelab._validate import ParameterError, one_of, positive_int
 from maelab.claims import FineTuneCheck
 from maelab.options import DryRunLimits, cap
-from maelab.parts import part, stored
-from maelab.prefetch import prefetch
+from maelab.parts import Task, stored
+from maelab.prefetch import compute_parts, prefetch
 
 __all__ = [
     "step_cost",
     "snapshot_probe_accuracy",
     "layer_features",
     "cka_matrix",
+    "run_cell",
+    "RUN",
     "evaluate_specs",
     "finetune_vs_probe",
 ]
@@ -171,6 +174,34 @@ def snapshot_probe_accuracy(
     return {"epochs": [int(e) for e in epochs], "linear_acc": accs}
 
 
+def run_cell(
+    spec: experiments.PretrainSpec,
+    *,
+    device: str = "auto",
+    progress: bool | None = None,
+    caps: DryRunLimits | None = None,
+) -> dict:
+    """One run of the sweeps: :func:`maelab.experiments.pretrain_and_evaluate` of ``spec`` plus its pretext check's
+    numbers (:func:`maelab.reconstruction.masked_patch_losses` on the test images, mask seed = the spec's seed):
+    ``pretext_loss`` (the trained model's masked-patch loss), ``random_init_loss`` (its initial weights') and
+    ``patch_mean_loss`` (every masked patch predicted by its own mean), all under the same masks. The trained
+    model is the finished checkpoint (:func:`maelab.experiments.pretrain` resumes it without a step)."""
+    from maelab.reconstruction import masked_patch_losses
+
+    out = experiments.pretrain_and_evaluate(spec, device=device, progress=progress, caps=caps)
+    model, _, _, te = experiments.pretrain(spec, device=str(resolve_device(device)), progress=False, caps=caps)
+    init = experiments.build_model(spec).to(next(model.parameters()).device)
+    images = te.images[: cap(len(te.images), caps, "eval_images")]
+    ratio = model.mask_ratio if spec.mask_ratio is None else spec.mask_ratio  # None: the model's own default
+    losses = masked_patch_losses(model, init, images, ratio, seed=spec.seed)
+    names = {"loss": "pretext_loss", "reference_loss": "random_init_loss", "patch_mean_loss": "patch_mean_loss"}
+    return {**out, **{names[k]: float(v) for k, v in losses.items()}}
+
+
+#: What a run of the sweeps computes beyond its spec (:func:`run_cell`), in the configs of its parts and records.
+RUN = "pretrain_and_evaluate + masked_patch_losses (test images, mask seed = spec seed)"
+
+
 def evaluate_specs(
     specs: Sequence[experiments.PretrainSpec],
     *,
@@ -178,22 +209,26 @@ def evaluate_specs(
     progress: bool | None = None,
     caps: DryRunLimits | None = None,
 ) -> list[dict]:
-    """:func:`maelab.experiments.pretrain_and_evaluate` for each spec, in order (its probe with one BLAS thread, as
-    the stored sweeps were computed; ``caps``: a dry run's). On a lent GPU a pool of workers pre-trains the specs
-    side by side while the loop evaluates (:mod:`maelab.prefetch`)."""
-    ahead = [experiments.training_spec(s) for s in specs if not stored(s.key, {"spec": s.to_config()})]
-    prefetch(ahead, device=str(resolve_device(device)), caps=caps)
+    """:func:`run_cell` for each spec, in order (the pipeline's probe with one BLAS thread, as the stored sweeps
+    were computed; ``caps``: a dry run's). On a lent GPU a pool of workers computes the runs side
+    by side (:mod:`maelab.prefetch`): whole runs where they are stored as parts, else their pre-training while the
+    loop evaluates."""
     # each run stored on its own where an installment computes the record (maelab.parts); the callers read the
     # trainer's history by key, so its JSON round trip (sorted keys) changes nothing they see
-    return [
-        part(
+    tasks = [
+        Task(
             spec.key,
-            {"spec": spec.to_config()},
-            lambda spec=spec: experiments.pretrain_and_evaluate(spec, device=device, progress=progress, caps=caps),
+            {"spec": spec.to_config(), "run": RUN},
+            functools.partial(run_cell, spec, device=device, progress=progress, caps=caps),
             seeds=[spec.seed],
         )
         for spec in specs
     ]
+    dev = str(resolve_device(device))
+    if not compute_parts(tasks, device=dev, caps=caps):
+        ahead = [experiments.training_spec(s) for s, t in zip(specs, tasks) if not stored(t.key, t.config)]
+        prefetch(ahead, device=dev, caps=caps)
+    return [task() for task in tasks]
 
 
 def finetune_vs_probe(runs, by: str = "enc"):

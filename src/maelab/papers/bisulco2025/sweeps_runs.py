@@ -27,6 +27,7 @@ from . import sweeps
 from .settings import BisulcoSweepsSettings
 
 CELL = ("enc", "dec", "patch", "mask", "seed")
+PRETEXT = ("pretext_loss", "random_init_loss", "patch_mean_loss")  # a run's pretext check (sweeps.run_cell)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +141,7 @@ class Sweep:
             "mask_ratio",
             "seeds",
         )
-        return {"seed": self.data_seed, **picked, **result_keys.choices_config(self.choices)}
+        return {"seed": self.data_seed, **picked, **result_keys.choices_config(self.choices), "run": sweeps.RUN}
 
     def depth_cells(self) -> list[tuple]:
         """The encoder x decoder depth grid (first seed), then the key column with every other seed."""
@@ -233,6 +234,7 @@ class Sweep:
                     rec_loss=o["rec_loss"],
                     train_seconds=o["train_seconds"],
                     finetune_acc=np.nan if o["finetune_acc"] is None else o["finetune_acc"],
+                    **{k: o[k] for k in PRETEXT},
                 )
             )
             for h in o["history"]:

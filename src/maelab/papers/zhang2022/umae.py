@@ -25,6 +25,7 @@ exactly).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,8 +36,8 @@ from maelab._util import resolve_device
 from maelab._validate import ParameterError
 from maelab.claims import FineTuneCheck
 from maelab.options import DryRunLimits
-from maelab.parts import part, stored
-from maelab.prefetch import prefetch
+from maelab.parts import Task, stored
+from maelab.prefetch import compute_parts, prefetch
 
 POOLS = ("cls", "mean")
 #: per-run numbers in :func:`compare`'s ``runs`` table (suffix ``_mean`` for mean-pooled patch tokens)
@@ -255,20 +256,30 @@ def _part_config(spec, rank_epochs, finetune_epochs: int, keep: bool) -> dict[st
     return {"spec": trained_spec(spec, rank_epochs).to_config(), "finetune_epochs": finetune_epochs, "features": keep}
 
 
-def _run_as_part(key: str, spec, rank_epochs, finetune_epochs: int, keep: bool, run: dict) -> dict[str, Any]:
-    """:func:`evaluate_run` of one run of :func:`compare`, stored on its own where an installment computes the
-    record (:func:`maelab.parts.part`); the test features only where ``keep``. Its row and history travel as tables,
-    which keep their column order through the store (JSON objects come back with sorted keys)."""
+def _compute_run(spec, rank_epochs, finetune_epochs: int, keep: bool, run: dict) -> dict[str, Any]:
+    """:func:`evaluate_run` of one run of :func:`compare` as its part holds it (module level: a worker process may
+    compute it, :func:`maelab.prefetch.compute_parts`). Its row and history travel as tables, which keep their
+    column order through the store (JSON objects come back with sorted keys); the test features only where
+    ``keep``."""
     import pandas as pd
 
-    def compute() -> dict:
-        r = evaluate_run(spec, rank_epochs=rank_epochs, finetune_epochs=finetune_epochs, **run)
-        tables = {"row": pd.DataFrame([r["row"]]), "history": pd.DataFrame(r["history"])}
-        drop = ("sv", "row", "history") + (() if keep else ("test_features", "test_labels"))
-        rest = {k: v for k, v in r.items() if k not in drop}
-        return {**tables, **rest, **{f"sv_{p}": v for p, v in r["sv"].items()}}
+    r = evaluate_run(spec, rank_epochs=rank_epochs, finetune_epochs=finetune_epochs, **run)
+    tables = {"row": pd.DataFrame([r["row"]]), "history": pd.DataFrame(r["history"])}
+    drop = ("sv", "row", "history") + (() if keep else ("test_features", "test_labels"))
+    rest = {k: v for k, v in r.items() if k not in drop}
+    return {**tables, **rest, **{f"sv_{p}": v for p, v in r["sv"].items()}}
 
-    r = part(key, _part_config(spec, rank_epochs, finetune_epochs, keep), compute)
+
+def _run_task(key: str, spec, rank_epochs, finetune_epochs: int, keep: bool, run: dict):
+    """One run of :func:`compare` as a part (:class:`maelab.parts.Task`) of the record being computed."""
+    cfg = _part_config(spec, rank_epochs, finetune_epochs, keep)
+    return Task(key, cfg, functools.partial(_compute_run, spec, rank_epochs, finetune_epochs, keep, run))
+
+
+def _run_as_part(task) -> dict[str, Any]:
+    """A run of :func:`compare` (its :func:`_run_task`), stored on its own where an installment computes the record
+    (:func:`maelab.parts.part`), back in :func:`evaluate_run`'s form."""
+    r = task()
     r["sv"] = {k[3:]: v for k, v in r.items() if k.startswith("sv_")}
     r["row"], r["history"] = r["row"].to_dict("records")[0], r["history"].to_dict("records")
     return r
@@ -320,7 +331,6 @@ def compare(
         raise ParameterError("seeds", "a non-empty list of distinct integers", seeds)
     rows, curves, ranks, out = [], [], [], {}
     sv: dict[str, list] = {}
-    # on a lent GPU a pool of workers pre-trains the runs side by side while this loop evaluates (maelab.prefetch)
     # (variant, seed, spec, fine-tuning epochs, test features kept: of features_seed only), in the loop's order
     todo = [
         (name, s, dataclasses.replace(base, **dict(f), seed=s), finetune_epochs if name in finetune_variants else 0)
@@ -328,12 +338,16 @@ def compare(
         for s in seeds
     ]
     todo = [(*t, features_seed is not None and t[1] == features_seed) for t in todo]
-    # the runs not already stored as parts, pre-trained side by side on a lent GPU meanwhile (maelab.prefetch)
-    pending = [t for t in todo if not stored(f"{t[0]}_s{t[1]}", _part_config(t[2], rank_epochs, t[3], t[4]))]
-    prefetch([trained_spec(t[2], rank_epochs) for t in pending], device=str(resolve_device(device)), caps=caps)
     run = dict(probe_cs=probe_cs, probe_method=probe_method, device=device, progress=progress, caps=caps)
-    for name, s, spec, ft, keep in todo:
-        r = _run_as_part(f"{name}_s{s}", spec, rank_epochs, ft, keep, run)
+    tasks = [_run_task(f"{name}_s{s}", spec, rank_epochs, ft, keep, run) for name, s, spec, ft, keep in todo]
+    # on a lent GPU, the runs not stored yet are computed side by side by a pool of workers (maelab.prefetch):
+    # whole runs where they are stored as parts, else their pre-training while this loop evaluates
+    dev = str(resolve_device(device))
+    if not compute_parts(tasks, device=dev, caps=caps):
+        pending = [t for t, task in zip(todo, tasks) if not stored(task.key, task.config)]
+        prefetch([trained_spec(t[2], rank_epochs) for t in pending], device=dev, caps=caps)
+    for (name, s, spec, ft, keep), task in zip(todo, tasks):
+        r = _run_as_part(task)
         rows.append({"variant": name, "seed": s, **r["row"]})
         curves += [{"variant": name, "seed": s, **h} for h in r["history"]]
         ranks += [
