@@ -1,4 +1,5 @@
-"""Pre-train a page's independent runs side by side on one GPU: ``prefetch(specs)`` before a sequential loop.
+"""Compute a page's independent runs side by side on one GPU: ``prefetch(specs)`` (their pre-training) or
+``compute_parts(tasks)`` (whole runs) before a sequential loop.
 
 Why. On the lent H100 the book's models are far too small to fill the card: the first calibration measured
 zhang_umae's ViT-Tiny step at 46 ms, about 26 microseconds per kernel and 0.55 % of the bf16 peak, a step bound by
@@ -16,8 +17,11 @@ each worker takes the next spec whose checkpoint no one is training, pre-trains 
 (:func:`maelab.experiments.pretrain`) and takes the next. The page's own loop goes on as before: its
 ``pretrain(spec)`` waits on the checkpoint folder's lock (``maelab.train.checkpoint.checkpoint_lock``) while a
 worker trains that spec, then resumes the finished checkpoint, which takes no step; a spec no worker has reached is
-trained by the loop itself (the workers skip a locked folder). Otherwise (0 or 1: every CPU run, every test but the
-pool's own) ``prefetch`` does nothing, so the cpu profile trains exactly as before.
+trained by the loop itself (the workers skip a locked folder). Otherwise (0 or 1: the book's own runs, every test
+but the pool's own) ``prefetch`` does nothing, so the cpu profile trains exactly as before. The same pool serves a
+long cpu computation on a 2-core machine (the device runner with ``--device cpu --train-workers 2``): two one-thread
+processes train about 1.6x the images of one two-thread process (``benchmarks/threading_speed.py``); a worker's
+single thread may round differently from two, so such records are reproduced with the same pool.
 
 What does not change: the numbers. A worker runs the same :func:`~maelab.experiments.pretrain` of the same spec on
 the same device as the loop would, and the checkpoint resumes exactly (:mod:`maelab.train.checkpoint`); the record's
