@@ -66,7 +66,14 @@ def test_pack_run_import_round_trip(dry, tmp_path):
             got.provenance["git"]["commit"] == m["commit"] and got.provenance["device"] == manifest["machine"]["device"]
         )
     assert store_admin.check(root, log=_quiet) == 0
+    # parts (maelab.parts) of an installed record are redundant once it is stored under their config: pruned
+    h = store.load("masking", "identity_1d", "gpu", root=root).provenance["config_hash"]
+    for key, rec_h in (("a", h), ("b", "0" * 16)):
+        cfg = {"part of": "identity_1d", "record config": rec_h}
+        store.save(f"identity_1d__{key}", cfg, {"x": 1}, notebook="masking", profile="gpu", root=root)
     assert import_archive(archive, root=root, log=_quiet) == []  # the same bytes: nothing to do
+    parts_left = sorted(p.name for p in (root / "masking").glob("*__*.json"))
+    assert parts_left == ["identity_1d__b.gpu.json"]  # another config's part stays
 
 
 @pytest.mark.book

@@ -83,3 +83,21 @@ def test_stored_says_whether_a_part_would_be_loaded(tmp_path):
         _compute(tmp_path / "off", fn, options=OFF)
     assert seen == [[False, False], [True, False], [False, False], [False, False]]  # parts off: never stored
     assert not parts.stored("unit0", {"i": 0})  # outside a record
+
+
+def test_prune_removes_the_parts_of_a_record_stored_under_their_config_only(tmp_path):
+    folder = tmp_path / "nb"
+    with pytest.raises(Stop):  # units 0 and 1 of config n=3 stored, no record
+        _compute(tmp_path, _record([], stop_after=2))
+    assert parts.prune(folder, log=None) == []  # their record is not stored: kept
+    _compute(tmp_path, _record([]))  # the record of n=3 (and unit 2)
+    with pytest.raises(Stop):  # units 0 and 1 again, now under n=4; the stored record is still n=3's
+        _compute(tmp_path, _record([], stop_after=2), config={"n": 4})
+    assert parts.prune(folder, log=None) == ["rec__unit2.cpu.json"]  # the one part of the stored record's config
+    left = sorted(p.name for p in folder.iterdir() if "__" in p.name and not p.name.startswith("."))  # no lock files
+    assert [n for n in left if n.endswith(".json")] == ["rec__unit0.cpu.json", "rec__unit1.cpu.json"]
+    assert not [n for n in left if n.startswith("rec__unit2")]  # its side file (the array) went with it
+    assert store.load("nb", "rec", "cpu", root=tmp_path) is not None
+    _compute(tmp_path, _record([]), config={"n": 4})  # the record of n=4, assembled; now all its parts go
+    assert parts.prune(folder, log=None) == [f"rec__unit{i}.cpu.json" for i in range(3)]
+    assert not [p for p in folder.iterdir() if "__" in p.name and not p.name.startswith(".")]

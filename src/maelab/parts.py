@@ -17,7 +17,9 @@ notebooks it runs, so an installment's finished parts travel back in its archive
 travel with the tree to the next installment and are loaded there: the record is assembled once every part
 exists. A part can also be computed in a worker process (:func:`maelab.prefetch.compute_parts`, on a lent GPU):
 the worker opens the same scope (:func:`record_scope`) and calls ``part`` itself, so the part is the same record
-whoever computed it, and the page's own ``part`` loads it.
+whoever computed it, and the page's own ``part`` loads it. Once the record is stored, its parts are redundant:
+:func:`prune` removes those of a record stored under the config they were computed for (``python -m maelab.store
+import`` calls it for the folders it installs into, so that an installment's parts do not stay in the tree).
 
 What does not change: the record. A part's values go through the store's exact round trip (JSON floats, npz
 arrays), so a record assembled from stored parts equals one computed in one go (a test checks it). ``fn`` must
@@ -136,3 +138,37 @@ def part(key: str, config: dict, fn: Callable[[], dict], *, seeds=None) -> dict:
         for dataset, sha in (res.provenance.get("datasets") or {}).items():
             record_dataset(dataset, sha)
     return dict(res.data)
+
+
+def prune(folder, log=print) -> list[str]:
+    """Remove from the store folder ``folder`` (``<results root>/<notebook>``) every part whose record is stored
+    there, same profile, under the config the part was computed for (its ``record config`` hash): its JSON and its
+    side files, under the part's lock. A part of a record not stored, or stored under another config, stays.
+    Returns the removed parts' JSON names (``log``: where the one summary line goes; None: nowhere)."""
+    import contextlib
+    from pathlib import Path
+
+    from . import store
+
+    folder = Path(folder)
+    removed = []
+    for js in sorted(folder.glob(f"*{SEPARATOR}*.*.json")):
+        stem = js.name[: -len(".json")]  # <record>__<key>.<profile>
+        name, _, profile = stem.rpartition(".")
+        record = name.split(SEPARATOR)[0]
+        if not (folder / f"{record}.{profile}.json").is_file():
+            continue
+        got = store.load(folder.name, name, profile, root=folder.parent)
+        rec = store.load(folder.name, record, profile, root=folder.parent)
+        if got is None or rec is None:
+            continue
+        if got.provenance["config"].get("record config") != rec.provenance["config_hash"]:
+            continue
+        with store.lock(folder, stem):
+            for f in [*folder.glob(f"{stem}.*.csv"), *folder.glob(f"{stem}.*.npz"), js]:
+                with contextlib.suppress(FileNotFoundError):
+                    f.unlink()
+        removed.append(js.name)
+    if removed and log is not None:
+        log(f"[parts] {folder.name}: {len(removed)} parts removed, their records are stored")
+    return removed

@@ -23,7 +23,10 @@ written. One-line :class:`ArchiveError` when
 * a record is already stored with other bytes (unless ``replace``).
 
 Then each record is installed as the store publishes one (under its lock: side files first, the JSON last, each
-by an atomic rename), and verified where it landed. A record stored with the same bytes is left as it is.
+by an atomic rename), and verified where it landed. A record stored with the same bytes is left as it is. Last,
+the parts of the records now stored (``<record>__<run>``, :mod:`maelab.parts`, kept by earlier installments) are
+removed from the folders the archive wrote to, where they belong to the stored record's config
+(:func:`maelab.parts.prune`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .. import paths
+from .. import parts, paths
 from ._common import ARCHIVE_FORMAT, SAFE_FILE, SAFE_FOLDER, DeviceError, sha256_bytes, sha256_file
 
 MAX_BYTES = 1 << 30  # an archive never unpacks to more than this (the lent machine returns at most 64 MiB)
@@ -269,6 +272,8 @@ def import_archive(
         for folder, fname, sides in todo:
             _install(stage, root, folder, fname, sides)
             log(f"[import] {folder}/{fname}: installed")
+        for folder in sorted({f for f, _, _ in records}):  # parts whose record is now stored are redundant
+            parts.prune(root / folder, log=log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     m, commit = manifest["machine"], manifest["pack"]["commit"][:10]
