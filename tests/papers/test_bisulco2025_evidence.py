@@ -534,7 +534,7 @@ def test_sweeps_reproduces_its_committed_claims():
     S = BisulcoSweepsSettings.for_profile("cpu")
     nb = "bisulco_sweeps"
     runs, pmr = _load(nb, "depth_grid")["runs"], _load(nb, "patch_mask_grid")["runs"]
-    rand, costs = _load(nb, "random_init")["runs"], _load(nb, "step_costs")["costs"]
+    costs = _load(nb, "step_costs")["costs"]  # the rows no longer read random_init: it is context (not a gate)
     checks = sev.depth_checks(runs, S)
     got = {
         **sev.depth_evidence(runs, checks, S),

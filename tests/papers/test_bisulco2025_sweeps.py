@@ -3,8 +3,8 @@ probes."""
 
 import numpy as np
 import pytest
-from pytest import approx
 import torch
+from pytest import approx
 
 from maelab import experiments as E
 from maelab import masking
@@ -131,7 +131,9 @@ def test_evaluate_specs_gives_the_pipeline_numbers(cache):
     assert a["linear_acc"] == b["linear_acc"] and a["rec_loss"] == b["rec_loss"] and a["knn_acc"] == b["knn_acc"]
     # the pretext check's own loss is the trained model's test loss under the same masks (mask seed = spec seed)
     assert a["pretext_loss"] == approx(b["rec_loss"], rel=1e-6)
-    init = E.reconstruction_loss(E.build_model(spec), E.load_data(spec, "cpu", progress=False)[1].images, None, spec.seed)
+    init = E.reconstruction_loss(
+        E.build_model(spec), E.load_data(spec, "cpu", progress=False)[1].images, None, spec.seed
+    )
     assert a["random_init_loss"] == approx(init, rel=1e-6) and 0 < a["patch_mean_loss"] < init
 
 

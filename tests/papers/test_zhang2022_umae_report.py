@@ -207,10 +207,10 @@ def test_bad_input_is_one_line(call, start):
 def test_compare_hands_the_prefetch_pool_exactly_the_runs_it_pre_trains(cache, monkeypatch):
     """maelab.prefetch: the specs compare() hands the worker pool are the ones its loop pre-trains, in that order
     (a spec that differs in any field would be trained twice on a lent GPU, once in vain)."""
+    import pickle
+
     from maelab import experiments
     from maelab.papers.zhang2022 import umae
-
-    import pickle
 
     handed, trained, tasks = [], [], []
     monkeypatch.setattr(umae, "prefetch", lambda specs, **kw: handed.extend(s.key for s in specs))

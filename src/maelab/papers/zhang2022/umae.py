@@ -346,7 +346,7 @@ def compare(
     if not compute_parts(tasks, device=dev, caps=caps):
         pending = [t for t, task in zip(todo, tasks) if not stored(task.key, task.config)]
         prefetch([trained_spec(t[2], rank_epochs) for t in pending], device=dev, caps=caps)
-    for (name, s, spec, ft, keep), task in zip(todo, tasks):
+    for (name, s, _spec, _ft, keep), task in zip(todo, tasks):
         r = _run_as_part(task)
         rows.append({"variant": name, "seed": s, **r["row"]})
         curves += [{"variant": name, "seed": s, **h} for h in r["history"]]
