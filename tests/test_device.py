@@ -461,6 +461,7 @@ def test_runs_side_by_side_are_measured_and_priced(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------------------------- progress
 def test_progress_counts_stored_results_and_completeness(tmp_path):
+    from maelab.book.runner import choose_profile
     from maelab.device.progress import progress
 
     run = cost.PlannedRun("r", size="micro", batch_size=8, steps=100_000, repeats=3)
@@ -480,10 +481,14 @@ def test_progress_counts_stored_results_and_completeness(tmp_path):
     store.save("c__run_s0", {"k": 1}, {"x": 1}, notebook="masking", profile="gpu", root=tmp_path)
     t = progress("gpu", root=tmp_path, plans=plans, device=cost.H100).set_index("notebook")
     assert t.loc["masking", "results stored"] == 1 and t.loc["masking", "parts stored"] == 1
+    # the book ("--profile auto") shows a gpu result set only once it is complete: until then the cpu one
+    options = RunOptions(profile="auto", results_root=str(tmp_path))
+    assert choose_profile("masking", "auto", options) == "cpu"
     claims = {"c": {"sources": [{"name": "a", "config_hash": rec.provenance["config_hash"]}]}}
     store.save("claims", {"k": 0}, {"claims": claims}, notebook="masking", profile="gpu", root=tmp_path)
     t = progress("gpu", root=tmp_path, plans=plans, device=cost.H100).set_index("notebook")
     assert t.loc["masking", "complete"] and t.loc["masking", "predicted min left"] == 0
+    assert choose_profile("masking", "auto", options) == "gpu" and choose_profile("masking", "cpu", options) == "cpu"
     assert t.loc["masking", "results stored"] == 1  # the claims record is not a result
     # a result of another folder that the claims record cites (the shared zoo's entries) counts for the page
     zoo_rec = store.save("e", {"k": 2}, {"x": 2}, notebook="zoo", profile="gpu", root=tmp_path)
@@ -498,6 +503,7 @@ def test_progress_counts_stored_results_and_completeness(tmp_path):
         .set_index("notebook")
         .loc["masking", "complete"]
     )
+    assert choose_profile("masking", "auto", options) == "cpu"  # a cited result under another config: incomplete
 
 
 # ----------------------------------------------------------------------------------------------- provenance

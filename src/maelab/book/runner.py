@@ -43,11 +43,34 @@ REGISTRY_TAG = "injected-registry"  # the tag of the cell that installs the pape
 
 def choose_profile(notebook: str, requested: str, options: RunOptions | None = None) -> str:
     """``requested``, or for "auto" the best profile with committed results for ``notebook`` (gpu > cpu) in the
-    results folder of ``options`` (default ``data/results``), else cpu."""
+    results folder of ``options`` (default ``data/results``), else cpu. A gpu result set counts only when it is
+    complete (:func:`complete`): installments store a notebook's gpu results one by one, and the book never shows a
+    page half on one profile; its claims record is written here, by a run of the page at gpu once every result is
+    imported (``python -m maelab.book run --profile gpu --only NAME --no-compute``)."""
     if requested != "auto":
         return requested
-    found = [p for p in store.stored_profiles(notebook, store.results_root("cpu", options)) if p in COMMITTED_PROFILES]
-    return found[0] if found else "cpu"
+    root = store.results_root("cpu", options)
+    found = [p for p in store.stored_profiles(notebook, root) if p in COMMITTED_PROFILES]
+    return next((p for p in found if p == "cpu" or complete(notebook, p, root)), "cpu")
+
+
+def complete(notebook: str, profile: str, root: Path) -> bool:
+    """Whether the notebook's ``profile`` result set is complete: its claims record is stored (a run of the notebook
+    reached its end, here or on a lent machine) and every result that record cites is stored under the config hash
+    it cites."""
+    try:
+        claims = store.load(notebook, "claims", profile, root=root)
+        if claims is None:
+            return False
+        for rec in claims["claims"].values():
+            for src in rec.get("sources", []):
+                nb, _, name = src["name"].rpartition("/")
+                got = store.load(nb or notebook, name, profile, root=root)
+                if got is None or got.provenance.get("config_hash") != src["config_hash"]:
+                    return False
+    except (store.RecordError, KeyError, TypeError, AttributeError):
+        return False
+    return True
 
 
 RUN_OPTIONS = "run_options"  # the one papermill parameter that carries the run options (RunOptions.to_param)

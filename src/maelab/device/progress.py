@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import parts, paths
+from ..book.runner import complete
 from ..profiles import COMMITTED_PROFILES
 
 
@@ -54,27 +55,6 @@ def _cited_elsewhere(root: Path, notebook: str, profile: str) -> list:
         if got is not None:
             out.append(got)
     return out
-
-
-def complete(notebook: str, profile: str, root: Path) -> bool:
-    """Whether the notebook's ``profile`` result set is complete: its claims record is stored (a run of the notebook
-    reached its end, here or on a lent machine) and every result that record cites is stored under the config hash
-    it cites."""
-    from .. import store
-
-    try:
-        claims = store.load(notebook, "claims", profile, root=root)
-        if claims is None:
-            return False
-        for rec in claims["claims"].values():
-            for src in rec.get("sources", []):
-                nb, _, name = src["name"].rpartition("/")
-                got = store.load(nb or notebook, name, profile, root=root)
-                if got is None or got.provenance.get("config_hash") != src["config_hash"]:
-                    return False
-    except (store.RecordError, KeyError, TypeError, AttributeError):
-        return False
-    return True
 
 
 def progress(
