@@ -330,16 +330,17 @@ class BisulcoSweepsSettings(NotebookSettings):
     ``cost_*``: per-step timing.
 
     cpu schedule (issue 26): 30 epochs on all 8,000 training digits of ``mnist10k`` (240,000 images per run), batch
-    128, base rate 3e-3. The former 4 epochs on 2,048 digits (8,192 images) left every encoder within about 2
-    points of its random init's probe. The pilot that chose the schedule (2026-11-27, official choices, decoder 2,
+    128, base rate 3e-3. The former 4 epochs on 2,048 digits (8,192 images) left no encoder beating its random
+    init's probe by the 5-point margin. The pilot that chose the schedule (2026-11-27, official choices, decoder 2,
     patch 4, mask 0.75, seed 0, one-thread processes, about 4 min each): encoder 2 reached a [CLS] probe of 86.5 %
     against 81.3 % at random init (+5.3 points; masked-patch test loss 0.171); encoder 1 71.5 % against 72.0 %
     (loss 0.176). The pilot read the probe only because it was the page's gate then; the gate is now the pretext
     task (:mod:`maelab.papers.bisulco2025.sweeps_evidence`), fixed before these runs. Patch sizes 4 and 8 at cpu:
     a patch-2 run (256 tokens) costs 4-5x a patch-4 run and would take 40 % of the page's budget; the gpu profile
     keeps 2, 4 and 8. cpu cost estimate: about 40 patch-4-equivalent runs of 4 min one-thread, two side by side
-    (``maelab.prefetch``), about 75 min with fine-tuning, snapshots and CKA -- computed once in the background
-    (the book's up-to-2.5-h budget for pages whose claims need models that learn).
+    (``maelab.prefetch``), about 75 min with fine-tuning, snapshots and CKA (measured: 65 min, device runner with
+    ``--device cpu --train-workers 2``) -- computed once in the background (the book's up-to-2.5-h budget for pages
+    whose claims need models that learn).
 
     Fine-tuning (cpu, issue 15): 8 epochs at base rate 1e-2 (500 steps of batch 128 on 8,000 images). At the former
     2,048 images, 2 epochs at the library's 1e-3 (32 steps, one of them warm-up) stayed at chance; a pilot on the
