@@ -50,7 +50,9 @@ def committed_book(tmp_path_factory):
     results = tmp / "results"
     shutil.copytree(committed, results)
     before, mtimes = _files(results), {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")}
-    book.run(book.RunOptions(profile="auto", results_root=str(results), no_compute="on"), out_dir=tmp / "executed")
+    book.run(  # two pages at a time (runner._execute), as the smoke and dry runs of make test
+        book.RunOptions(profile="auto", results_root=str(results), no_compute="on"), out_dir=tmp / "executed", jobs=2
+    )
     assert {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")} == mtimes, "the run wrote into data/results"
     return tmp / "executed", results, before, _files(results)
 

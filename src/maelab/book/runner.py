@@ -29,7 +29,7 @@ from typing import Any
 
 from .. import paths, store
 from .._util import TMP_PREFIX, resolve_device
-from .._validate import ParameterError, folder_path
+from .._validate import ParameterError, folder_path, positive_int
 from ..options import DryRunLimits, RunOptions
 from ..profiles import COMMITTED_PROFILES, CORE_PARAMS, settings_class, validate_core
 from ..registry import installed
@@ -230,13 +230,19 @@ def run(
     only: list[str] | None = None,
     out_dir: Path | None = None,
     extra: dict | None = None,
+    *,
+    jobs: int = 1,
 ) -> list[Path]:
     """Execute notebooks (see :mod:`maelab.book.runner`) with the run ``options`` (a
     :class:`maelab.options.RunOptions`, or a profile's name for the defaults with that profile; profile "auto":
     each notebook's best committed one), the notebooks ``only`` (default: all, in the book's order) into
     ``out_dir`` (default ``_build/executed``); ``extra``: notebook parameters (``-p``). Options with ``dry_run``
-    set: ``run_dry``'s run (results in its scratch folder)."""
+    set: ``run_dry``'s run (results in its scratch folder).
+
+    ``jobs``: notebooks executed at once (default 1: one after another; pages other than the scoreboard side by
+    side, each in its own kernel, the scoreboard after them; a failure raises the first failed page in plan order)."""
     options = _options(options)
+    positive_int("jobs (--jobs)", jobs)
     root = paths.repo_root()
     out_dir = folder_path("out_dir (--out)", out_dir) if out_dir else root / "_build" / "executed"
     if (
@@ -260,7 +266,36 @@ def run(
         # every notebook checked before the first one runs
         check_parameters(name, prof, extra or {}, root, options.dry_run)
         plan.append((name, options.replace(profile=prof)))
-    return [run_notebook(name, opts, out_dir, extra=extra, root=root) for name, opts in plan]
+    return _execute(plan, out_dir, extra, root, jobs)
+
+
+def _execute(plan: list[tuple[str, RunOptions]], out_dir: Path, extra, root: Path, jobs: int) -> list[Path]:
+    """Run the ``(name, options)`` of ``plan`` (:func:`run_notebook`); returns the executed notebooks in plan order.
+
+    With ``jobs`` > 1 the notebooks before those in ``LAST`` (which read the others' results) execute up to
+    ``jobs`` at once, each in its own kernel; ``LAST`` then runs after all of them. What makes that safe: two pages
+    that need the same result (the shared zoo, a checkpoint) meet at the store's per-result lock, where the second
+    waits and loads what the first stored (:func:`maelab.store.load_or_compute`). What it is for: a notebook's kernel
+    start and imports are one-thread work, so on the 2-core machine ``make test``'s three executions of every page
+    (smoke, gpu dry run, committed book) take less wall time. A failure stops the start of further notebooks,
+    lets the running ones end, and raises the failure of the first failed notebook in plan order (as a run of
+    ``jobs`` = 1 would have)."""
+    if jobs == 1 or len(plan) < 2:
+        return [run_notebook(name, opts, out_dir, extra=extra, root=root) for name, opts in plan]
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+    head = [p for p in plan if p[0] not in LAST]
+    tail = [p for p in plan if p[0] in LAST]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(run_notebook, name, opts, out_dir, extra=extra, root=root) for name, opts in head]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        if any(f.exception() is not None for f in done):
+            for g in futures:  # not started yet: never started; running: ends (the pool's exit waits for it)
+                g.cancel()
+    for f in futures:
+        if not f.cancelled() and f.exception() is not None:
+            raise f.exception()
+    return [f.result() for f in futures] + [run_notebook(n, o, out_dir, extra=extra, root=root) for n, o in tail]
 
 
 def run_dry(
@@ -270,6 +305,7 @@ def run_dry(
     *,
     extra: dict | None = None,
     keep: bool = False,
+    jobs: int = 1,
 ) -> list[Path]:
     """Execute the notebooks with ``options``' profile (default gpu; "auto" means gpu) and device under the dry-run
     caps (:class:`maelab.options.DryRunLimits`).
@@ -284,6 +320,7 @@ def run_dry(
     import tempfile
 
     options = _options(options)
+    positive_int("jobs (--jobs)", jobs)
     if options.results_root is not None or options.no_compute is not None or options.recompute:
         raise ParameterError(
             "--dry-run",
@@ -297,7 +334,7 @@ def run_dry(
     )
     ok = False
     try:
-        outs = run(dry, only, Path(out_dir) if out_dir else scratch / "executed", extra)
+        outs = run(dry, only, Path(out_dir) if out_dir else scratch / "executed", extra, jobs=jobs)
         ok = True
         return outs
     finally:
