@@ -384,6 +384,23 @@ def test_import_refuses_provenance_it_cannot_vouch_for(dry, tmp_path):
     arch._check_target(dry[1], manifest, tmp_path / "elsewhere", committed, allow_dirty=False)  # other roots: fine
 
 
+def test_import_takes_a_cpu_pool_s_thread_count_but_not_another_cpu(dry, tmp_path):
+    """A CPU run's pool: its records name one-thread workers, its archive the main process (issue 25's CPU
+    archives); the thread count may differ, the processor and cores may not."""
+    import re
+
+    dev = read_manifest(dry[1])["machine"]["device"]
+    assert re.fullmatch(r"cpu \(.*, \d+ cores, \d+ threads\)", dev), dev
+    threads = re.sub(r", \d+ threads\)$", ", 97 threads)", dev)
+    ok = _rewrite(dry[1], tmp_path / "a.zip", lambda m: m["manifest.json"]["machine"].update(device=threads))
+    installed = import_archive(ok, root=tmp_path / "r", log=_quiet)
+    assert "masking/identity_1d.gpu.json" in installed
+    assert store.load("masking", "identity_1d", "gpu", root=tmp_path / "r") is not None
+    cores = re.sub(r", \d+ cores, ", ", 97 cores, ", dev)
+    bad = _rewrite(dry[1], tmp_path / "b.zip", lambda m: m["manifest.json"]["machine"].update(device=cores))
+    with pytest.raises(ArchiveError, match="provenance device .* is not the archive's .*97 cores"):
+        import_archive(bad, root=tmp_path / "r2", log=_quiet)
+
 def test_import_refuses_to_overwrite_other_values_unless_asked(dry, tmp_path):
     root = tmp_path / "r"
     store.save("identity_1d", {"other": 1}, {"x": 1}, notebook="masking", profile="gpu", root=root)

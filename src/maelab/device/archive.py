@@ -205,6 +205,8 @@ def _check_records(path: Path, manifest: dict, stage: Path) -> list[tuple[str, s
             "torch": (p.get("versions") or {}).get("torch"),
             "commit": (p.get("git") or {}).get("commit"),
         }
+        if mach.get("device_type") == "cpu":  # a pool's one-thread workers ran on the archive's machine
+            got["device"], want["device"] = _cpu_machine(got["device"]), _cpu_machine(want["device"])
         for key in want:
             if got[key] != want[key]:
                 raise ArchiveError(f"{path}: {rel}: provenance {key} {got[key]!r} is not the archive's {want[key]!r}")
@@ -218,6 +220,13 @@ def _check_records(path: Path, manifest: dict, stage: Path) -> list[tuple[str, s
     if stray:
         raise ArchiveError(f"{path}: {stray[0]} is named by no record of the archive")
     return out
+
+
+def _cpu_machine(device):
+    """A CPU device's name (:func:`maelab._util.device_name`: ``cpu (<processor>, <n> cores, <t> threads)``) without
+    its thread count: the records a CPU run's pool computed name their one-thread workers, the archive the main
+    process; the machine (processor, cores) must still be the archive's."""
+    return re.sub(r", \d+ threads\)$", ")", device) if isinstance(device, str) else device
 
 
 def _check_target(path: Path, manifest: dict, root: Path, committed: Path, allow_dirty: bool) -> None:
