@@ -401,6 +401,7 @@ def test_import_takes_a_cpu_pool_s_thread_count_but_not_another_cpu(dry, tmp_pat
     with pytest.raises(ArchiveError, match="provenance device .* is not the archive's .*97 cores"):
         import_archive(bad, root=tmp_path / "r2", log=_quiet)
 
+
 def test_import_refuses_to_overwrite_other_values_unless_asked(dry, tmp_path):
     root = tmp_path / "r"
     store.save("identity_1d", {"other": 1}, {"x": 1}, notebook="masking", profile="gpu", root=root)
