@@ -2,7 +2,9 @@
 with the same numbers; the checkpoint lock that keeps two writers off one checkpoint."""
 
 import fcntl
+import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -146,3 +148,40 @@ def test_whole_parts_computed_by_the_pool_are_the_parts_the_loop_would_compute(c
         torch.set_num_threads(threads)
     assert seen["handed"] == 0
     assert pooled.data == own.data
+
+
+def _untimed(h):
+    return {k: x for k, x in h.items() if k not in ("seconds", "images_per_s")} if isinstance(h, dict) else None
+
+
+def test_zoo_entries_computed_whole_by_the_pool_equal_the_loop_s_own(cache, tmp_path, monkeypatch, pool):
+    """zoo.compute with train_workers >= 2: the pool computes and stores every pending entry whole (training and
+    measurement, prefetch.compute_records), the page's loop then loads each one; the records equal those the loop
+    computes itself with one thread (as a worker) in a fresh cache."""
+    from maelab import zoo
+    from maelab.options import RunOptions
+
+    S = zoo.ZooSettings.for_profile("smoke", seeds=[0], mask_ratios=[0.1, 0.75, 0.9], units=[1, 2])
+    options = RunOptions(profile="smoke", device="cpu", results_root=str(tmp_path / "pool"), train_workers=2)
+    pooled = zoo.compute(S, options)
+    assert len(pooled) == 5 and all(r.from_store for r in pooled.values())  # every record stored by a worker
+    assert prefetch.compute_records({}, device="cpu", workers=2) == 0  # nothing to hand over
+    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path / "own-cache"))  # trained afresh, not resumed
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as a worker computes
+    try:
+        own = zoo.compute(S, options.replace(results_root=str(tmp_path / "own"), train_workers=0))
+    finally:
+        torch.set_num_threads(threads)
+    assert not any(r.from_store for r in own.values())
+    for name, r in pooled.items():
+        assert r.provenance["config_hash"] == own[name].provenance["config_hash"], name
+        assert set(r.data) == set(own[name].data), name
+        for k, v in r.data.items():
+            w = own[name].data[k]
+            if k == "train_seconds":  # wall clock
+                continue
+            if k == "history":  # its seconds and images per second are wall clock; nothing else in it may differ
+                v, w = [_untimed(h) for h in v], [_untimed(h) for h in w]
+            same = np.array_equal(v, w, equal_nan=True) if isinstance(v, np.ndarray) else json.dumps(v) == json.dumps(w)
+            assert same, (name, k)

@@ -1,5 +1,6 @@
-"""Compute a page's independent runs side by side on one GPU: ``prefetch(specs)`` (their pre-training) or
-``compute_parts(tasks)`` (whole runs) before a sequential loop.
+"""Compute a page's independent runs side by side on one GPU: ``prefetch(specs)`` (their pre-training),
+``compute_parts(tasks)`` (whole runs stored as parts) or ``compute_records(calls)`` (whole records, e.g. the shared
+zoo's entries) before a sequential loop.
 
 Why. On the lent H100 the book's models are far too small to fill the card: the first calibration measured
 zhang_umae's ViT-Tiny step at 46 ms, about 26 microseconds per kernel and 0.55 % of the bf16 peak, a step bound by
@@ -64,6 +65,13 @@ def pool_size(given: int | None = None) -> int:
     return 0 if options is None else int(options.train_workers)
 
 
+class _RecordJob:
+    """A whole record to compute and store in a worker: ``fn()`` (picklable) calls the store itself."""
+
+    def __init__(self, key: str, fn) -> None:
+        self.key, self.fn = key, fn
+
+
 class _PartJob:
     """A part (:class:`maelab.parts.Task`) to compute in a worker, inside its record's scope."""
 
@@ -90,6 +98,9 @@ def _worker(queue, device: str, caps) -> None:
             if isinstance(job, _PartJob):  # stored by the store, under its lock: the page's part() loads it
                 with parts.scope(**job.where):
                     job.task()
+                continue
+            if isinstance(job, _RecordJob):  # likewise: the page's own load_or_compute then loads it
+                job.fn()
                 continue
             with checkpoint_lock(default_checkpoint_dir(job.key, caps), blocking=False) as mine:
                 if mine:  # else someone (the page's loop) is training it: the next one
@@ -148,6 +159,23 @@ def compute_parts(tasks: Iterable, *, device: str, caps=None, workers: int | Non
         queue.put(_PartJob(t, where))
     join()
     return len(tasks)
+
+
+def compute_records(calls: dict, *, device: str, caps=None, workers: int | None = None) -> int:
+    """Compute whole store records in the worker pool and wait for them, where the pool size (``workers``, see
+    :func:`pool_size`) is 2 or more; returns how many were handed over (0: none). ``calls``: ``{key: fn}``, each
+    ``fn`` a picklable call that loads or computes and stores one record (e.g. a ``functools.partial`` of a
+    module-level function around :func:`maelab.store.load_or_compute`): the records the caller then loads, as
+    :func:`compute_parts` does for parts (a record a worker failed on is computed by the caller, which meets the
+    error itself). ``device``, ``caps``: as :func:`prefetch`'s."""
+    n = pool_size(workers)
+    if n < 2 or not calls:
+        return 0
+    queue = _queue(device, caps, n)
+    for key, fn in calls.items():
+        queue.put(_RecordJob(key, fn))
+    join()
+    return len(calls)
 
 
 def join() -> None:

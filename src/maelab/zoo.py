@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 from typing import Any
 
 import torch
@@ -55,7 +56,7 @@ from ._validate import ParameterError, one_of
 from .claims import ReconstructionCheck
 from .experiments import PretrainSpec, build_model, load_data, pretrain
 from .options import DryRunLimits, RunOptions, cap
-from .prefetch import prefetch
+from .prefetch import compute_records, prefetch
 from .profiles import (
     PROFILE_NAMES,
     NotebookSettings,
@@ -115,10 +116,6 @@ FIRST_LOOK_SEEDS = (0, 1, 2)
 
 def _kept_blocks(side: int, unit: int, ratio: float) -> int:
     return int((side // unit) ** 2 * (1 - ratio))
-
-
-def _has(ratios, r: float) -> bool:
-    return any(abs(r - m) < 1e-9 for m in ratios)
 
 
 @notebook_settings
@@ -208,7 +205,7 @@ class ZooSettings(NotebookSettings):
             raise ParameterError("size", "one of " + ", ".join(models.SIZES), self.size)
         if self.img_size % models.SIZES[self.size]["patch_size"]:
             raise ParameterError("img_size", f"a multiple of size {self.size!r}'s patch", self.img_size)
-        if not _has(self.mask_ratios, self.unit_ratio):
+        if not any(abs(self.unit_ratio - m) < 1e-9 for m in self.mask_ratios):
             raise ParameterError("mask_ratios", f"a list holding unit_ratio={self.unit_ratio}", self.mask_ratios)
         if self.units[0] != 1:
             raise ParameterError("units", "a list starting at 1 (unit 1 is the ratio row's model)", self.units)
@@ -484,22 +481,30 @@ def fingerprint(S: ZooSettings) -> dict[str, str]:
     return {name: store.config_hash(cfg) for name, cfg in (_job_key(S, j) for j in _jobs(S) if j[0] != "raw")}
 
 
+def _pending(S: ZooSettings, jobs, options: RunOptions) -> list[tuple[tuple, str]]:
+    """(job, store name) of the ``jobs`` whose record is not stored under its config (every one with recompute)."""
+    keyed = [(job, *_job_key(S, job)) for job in jobs]
+    stored = {n for _, n, c in keyed if store.matches(NOTEBOOK, n, options.profile, c, options)}
+    return [(j, n) for j, n, _ in keyed if options.recompute or n not in stored]
+
+
 def pending_specs(S: ZooSettings, options: RunOptions) -> list[PretrainSpec]:
     """The specs of the trained entries :func:`compute` would compute (not stored, or ``options.recompute``)."""
-    keyed = [(job, *_job_key(S, job)) for job in _jobs(S) if job[0] == "entry"]
-    stored = {name for _, name, cfg in keyed if store.matches(NOTEBOOK, name, options.profile, cfg, options)}
-    return [spec(S, j[2], j[3], j[1]) for j, name, _ in keyed if options.recompute or name not in stored]
+    return [spec(S, j[2], j[3], j[1]) for j, _ in _pending(S, [j for j in _jobs(S) if j[0] == "entry"], options)]
 
 
 def compute(S: ZooSettings, options: RunOptions, *, raw_pixels: bool = False):
     """Every entry of the zoo (and its random-init baselines; the raw-pixel probe with ``raw_pixels``), each
     loaded from the store or computed and stored, in the run ``options`` make (a page passes ``ctx.options``:
     profile, device, recompute, results root, dry-run caps): ``{store name: maelab.store.Result}`` in ``_jobs``
-    order. What a page calls before it reads the zoo (:func:`load_entries`, with ``root=ctx.root``)."""
+    order. What a page calls before it reads the zoo (:func:`load_entries`, with ``root=ctx.root``); with
+    ``train_workers`` >= 2 a pool first computes the pending records whole (:func:`maelab.prefetch.compute_records`)."""
     options = _options(options)
-    if options.train_workers > 1:  # on a lent GPU a pool pre-trains the pending entries while the loop measures
-        dev, todo = str(resolve_device(options.device)), pending_specs(S, options)
-        prefetch(todo, device=dev, caps=options.caps, workers=options.train_workers)
+    if options.train_workers > 1:  # on a lent GPU a pool computes the pending entries whole (recompute: trains)
+        dev, kw = str(resolve_device(options.device)), dict(caps=options.caps, workers=options.train_workers)
+        jobs = [] if options.recompute else _pending(S, [j for j in _jobs(S) if j[0] != "raw" or raw_pixels], options)
+        if not compute_records({n: partial(_run, j, S, options) for j, n in jobs}, device=dev, **kw):
+            prefetch(pending_specs(S, options), device=dev, **kw)
     out = {}
     for job in _jobs(S):
         if job[0] != "raw" or raw_pixels:
@@ -551,8 +556,7 @@ def reconstruction_checks(entries, margin: float = LOSS_MARGIN) -> tuple[Reconst
     a row must not be gated on the quantity it measures. A ratio exactly ``1 - margin`` passes (``<=``, the
     engine's convention)."""
     need = ["model", "seed", "loss", "reference_loss", "patch_mean_loss"]
-    missing = [c for c in need if c not in getattr(entries, "columns", ())]
-    if missing:
+    if missing := [c for c in need if c not in getattr(entries, "columns", ())]:
         raise ParameterError("entries", f"a table with columns {need}", f"missing {missing}")
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 1:
         raise ParameterError("margin", "a number in [0, 1) (0.05: a 5 % drop)", margin)
