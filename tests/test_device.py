@@ -76,6 +76,41 @@ def test_pack_run_import_round_trip(dry, tmp_path):
     assert parts_left == ["identity_1d__b.gpu.json"]  # another config's part stays
 
 
+def test_a_shared_zoo_record_is_archived_and_imported(tmp_path):
+    """A page's installment computes the shared zoo's entries (folder ``zoo``, not the page's own): the run watches
+    the shared folders, the archive holds their records and the import installs them (found with the gpu zoo's
+    first device dry run, whose archive had left its 16 entries behind)."""
+    import subprocess
+
+    from maelab import zoo
+    from maelab.device._common import SHARED_FOLDERS, machine
+
+    assert SHARED_FOLDERS == (zoo.NOTEBOOK,)
+    there = tmp_path / "there"
+    store.save(
+        "r0p75_u1_s0", {"what": "zoo entry"}, {"loss": 0.5}, notebook="zoo", profile="gpu", root=there, device="cpu"
+    )
+    records = rn.new_records(there, ["kong_reconstruction", *SHARED_FOLDERS], {})
+    assert [(r["folder"], r["json"]) for r in records] == [("zoo", "r0p75_u1_s0.gpu.json")]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    pack = {
+        "commit": head,
+        "dirty": False,
+        "code_sha256": "0" * 64,
+        "profile": "gpu",
+        "notebooks": ["kong_reconstruction"],
+        "created_utc": "2026-11-27T00:00:00+00:00",
+    }
+    run = {"dry_run": True, "notebooks": {"kong_reconstruction": {"status": "finished", "records": []}}}
+    archive, manifest = arch.write_archive(tmp_path / "out", there, records, machine=machine("cpu"), pack=pack, run=run)
+    assert manifest["folders"] == ["kong_reconstruction", "zoo"]
+    assert import_archive(archive, root=tmp_path / "here", log=_quiet) == ["zoo/r0p75_u1_s0.gpu.json"]
+    assert store.load("zoo", "r0p75_u1_s0", "gpu", root=tmp_path / "here")["loss"] == 0.5
+    bad = _rewrite(archive, tmp_path / "b.zip", lambda m: m["manifest.json"]["folders"].append("elsewhere"))
+    with pytest.raises(ArchiveError, match="folder 'elsewhere' is not a notebook of the pack"):
+        read_manifest(bad)
+
+
 @pytest.mark.book
 def test_program_stores_what_the_notebook_stores(dry, tmp_path, monkeypatch):
     """The plain program and the papermill notebook store the same records: same config hashes, same values."""

@@ -21,6 +21,10 @@ LIMIT_BYTES = 60 << 20
 SAFE_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 #: A results folder (a notebook's, or ``plan``): what :func:`maelab.store.load_or_compute` accepts as a notebook.
 SAFE_FOLDER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+#: Store folders that any notebook may write besides its own: the shared zoo's (:data:`maelab.zoo.NOTEBOOK`), whose
+#: entries a gpu installment computes for whichever page asks first. A run watches them and archives their new
+#: records; an import accepts them.
+SHARED_FOLDERS = ("zoo",)
 
 
 class DeviceError(RuntimeError):

@@ -13,7 +13,8 @@ written. One-line :class:`ArchiveError` when
 
 * the zip or its manifest is unreadable, of another format, or larger than :data:`MAX_BYTES` unpacked;
 * a member is not ``<folder>/<file>`` with ``<folder>`` among the manifest's folders (each a notebook of the pack,
-  or ``plan`` for a calibration) and a plain file name, or is not listed, or its SHA-256 differs from the listed one;
+  ``plan`` for a calibration, or a shared folder, ``SHARED_FOLDERS``: the zoo's entries) and a plain file name, or
+  is not listed, or its SHA-256 differs from the listed one;
 * a record does not verify (:func:`maelab.store.load`: its checksum, its side files), a side file is named by no
   record, or the record's provenance does not match the manifest (notebook, name, profile, device, torch version,
   the pack's commit);
@@ -43,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import parts, paths
-from ._common import ARCHIVE_FORMAT, SAFE_FILE, SAFE_FOLDER, DeviceError, sha256_bytes, sha256_file
+from ._common import ARCHIVE_FORMAT, SAFE_FILE, SAFE_FOLDER, SHARED_FOLDERS, DeviceError, sha256_bytes, sha256_file
 
 MAX_BYTES = 1 << 30  # an archive never unpacks to more than this (the lent machine returns at most 64 MiB)
 MANIFEST = "manifest.json"
@@ -66,7 +67,8 @@ def write_archive(
     (archive path, manifest). The zip is written to a temp name and renamed when complete."""
     from .._util import atomic_path
 
-    folders = sorted(set(pack["notebooks"]) | ({"plan"} if "plan" in run["notebooks"] else set()))
+    shared = {r["folder"] for r in records} & set(SHARED_FOLDERS)  # the shared folders it holds records of
+    folders = sorted(set(pack["notebooks"]) | shared | ({"plan"} if "plan" in run["notebooks"] else set()))
     files = {}
     for r in records:
         for fname in [*r["sides"], r["json"]]:
@@ -141,10 +143,10 @@ def _check_manifest(path: Path, m) -> None:
     for key, kind in need.items():
         if not isinstance(m.get(key), kind):
             raise ArchiveError(f"{path}: manifest field {key!r} is missing or not a {kind.__name__}")
-    allowed = set(m["pack"].get("notebooks") or []) | {"plan"}
+    allowed = set(m["pack"].get("notebooks") or []) | {"plan", *SHARED_FOLDERS}
     for f in m["folders"]:
         if not isinstance(f, str) or not SAFE_FOLDER.match(f) or f not in allowed:
-            raise ArchiveError(f"{path}: folder {f!r} is not a notebook of the pack (or plan)")
+            raise ArchiveError(f"{path}: folder {f!r} is not a notebook of the pack (or plan, or a shared folder)")
     commit = m["pack"].get("commit")
     if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
         raise ArchiveError(f"{path}: the pack's commit {commit!r} is not a git commit id")

@@ -54,7 +54,7 @@ from .._validate import ParameterError, folder_path, one_of
 from ..options import DryRunLimits, RunOptions
 from ..prefetch import DEFAULT_GPU_WORKERS
 from ..registry import installed
-from ._common import DeviceError, code_fingerprint, machine, sha256_file
+from ._common import SHARED_FOLDERS, DeviceError, code_fingerprint, machine, sha256_file
 from .pack import PACK_DIR, load_manifest
 
 GRACE_S = 20.0  # seconds between SIGTERM and SIGKILL at the budget
@@ -345,7 +345,7 @@ def run(
         scratch = (work / "dry-run") if dry_run else None
         root = (scratch / "results") if dry_run else Path(results_dir or store.results_root(profile)).resolve()
         options = run_options(manifest, device, root, scratch, train_workers)
-        folders = list(notebooks) + (["plan"] if calibrate else [])
+        folders = list(notebooks) + list(SHARED_FOLDERS) + (["plan"] if calibrate else [])
         before = snapshot(root, folders)
         outcomes: dict[str, dict] = {}
         if calibrate:
