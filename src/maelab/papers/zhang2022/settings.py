@@ -152,9 +152,12 @@ class ZhangUMAESettings(NotebookSettings):
     schedule is long in epochs and short in images); whether MAE learns there is checked by the page, not assumed.
     shapes is not re-run at this length.
 
-    gpu: ViT-Tiny (192-d, 12 layers, 4-layer 192-d decoder) with patch 4, on Fashion-MNIST, MNIST and
-    cifar_dogcat, 5 seeds; sized with the cost model (``python -m maelab.book plan --profile gpu``). Never run on a
-    GPU yet; the dry run (``book run --profile gpu --dry-run``) checks that it runs.
+    gpu: ViT-Tiny (192-d, 12 layers, 4-layer 192-d decoder) with patch 4, on MNIST, cifar_dogcat and
+    Fashion-MNIST, 5 seeds; sized with the cost model (``python -m maelab.book plan --profile gpu``); computed by
+    installments on a lent GPU (``maelab.device``), ``compare_fashion_mnist`` first. The datasets are listed in the
+    order an installment can carry them: the page stores each dataset's results before it reads the next, and a
+    pack holds the tree plus MNIST and cifar_dogcat, or Fashion-MNIST alone (60 MiB), so two packs complete the page
+    (Fashion-MNIST last, with the investigation, which runs on it).
 
     smoke: one seed, so the paired claims are inconclusive ("needs >= 2 paired samples"): the pipeline only (shapes
     and mnist10k ship with the repository, so CI's smoke run needs no fetched data).
@@ -180,7 +183,7 @@ class ZhangUMAESettings(NotebookSettings):
         "probe_cs": [0.1],
     }
     GPU = {
-        "datasets": ["fashion_mnist", "mnist", "cifar_dogcat"],
+        "datasets": ["mnist", "cifar_dogcat", "fashion_mnist"],
         "size": "vit_tiny",
         "patch_size": 4,
         "n_train": {"fashion_mnist": 8000, "mnist": 8000, "cifar_dogcat": 1600},
