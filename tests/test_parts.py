@@ -101,3 +101,36 @@ def test_prune_removes_the_parts_of_a_record_stored_under_their_config_only(tmp_
     _compute(tmp_path, _record([]), config={"n": 4})  # the record of n=4, assembled; now all its parts go
     assert parts.prune(folder, log=None) == [f"rec__unit{i}.cpu.json" for i in range(3)]
     assert not [p for p in folder.iterdir() if "__" in p.name and not p.name.startswith(".")]
+
+
+def test_concat_frames_stores_each_unit_and_concatenates_as_one_loop(tmp_path):
+    """parts.concat_frames: per unit (a seed) a part holding its tables; the record's tables are the units' rows in
+    order, as one loop over the units builds them; ``before`` runs for a unit that is not stored, never for one that
+    is; a record stopped midway keeps its finished units."""
+    import pandas as pd
+
+    def rows(s):  # a float, an int, a string and a NaN per row, like the measured zoo's tables
+        return [{"model": f"m{j}", "seed": s, "x": s + j / 3, "nan": float("nan") if j else 0.5} for j in range(2)]
+
+    calls, before = [], []
+
+    def fn(stop_at=None):
+        def one(s):
+            if s == stop_at:
+                raise Stop
+            calls.append(s)
+            return {"t": pd.DataFrame(rows(s))}
+
+        units = [(f"s{s}", {"seed": s}, lambda s=s: one(s)) for s in (0, 1, 2)]
+        return lambda: parts.concat_frames(units, lambda c: before.append(c["seed"]))
+
+    with pytest.raises(Stop):
+        _compute(tmp_path, fn(stop_at=2))
+    assert calls == [0, 1] and before == [0, 1, 2]
+    done = _compute(tmp_path, fn())
+    assert calls == [0, 1, 2] and before == [0, 1, 2, 2]  # units 0 and 1 loaded: neither computed nor handed on
+    one_loop = pd.DataFrame([r for s in (0, 1, 2) for r in rows(s)])
+    pd.testing.assert_frame_equal(done["t"], one_loop, check_exact=True)
+    plain = _compute(tmp_path / "plain", fn(), options=OFF)  # parts off: computed in one go, nothing stored
+    pd.testing.assert_frame_equal(plain["t"], one_loop, check_exact=True)
+    assert not [p for p in (tmp_path / "plain" / "nb").iterdir() if "__" in p.name]

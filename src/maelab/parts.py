@@ -140,6 +140,25 @@ def part(key: str, config: dict, fn: Callable[[], dict], *, seeds=None) -> dict:
     return dict(res.data)
 
 
+def concat_frames(units, before: Callable[[dict], Any] | None = None) -> dict:
+    """A record's tables computed unit by unit, each unit a part: ``units`` is a list of ``(key, config, fn)`` (as
+    :func:`part` takes them; ``fn()`` returns ``{name: DataFrame}``, the same names for every unit). Returns ``{name:
+    the units' frames concatenated in order, index 0..n-1}``, what one loop over the units would have built row by
+    row. ``before(config)`` is called first for every unit that is not stored (e.g. to hand the unit's training runs
+    to the pool, :func:`maelab.prefetch.prefetch`). Why: a record that trains models for each of its seeds (the
+    shared zoo's measured checkpoints, which a lent machine does not have) is too long for one installment; one seed
+    is not."""
+    import pandas as pd
+
+    out: dict[str, list] = {}
+    for key, config, fn in units:
+        if before is not None and not stored(key, config):
+            before(config)
+        for name, frame in part(key, config, fn).items():
+            out.setdefault(name, []).append(frame)
+    return {name: pd.concat(frames, ignore_index=True) for name, frames in out.items()}
+
+
 def prune(folder, log=print) -> list[str]:
     """Remove from the store folder ``folder`` (``<results root>/<notebook>``) every part whose record is stored
     there, same profile, under the config the part was computed for (its ``record config`` hash): its JSON and its

@@ -104,3 +104,24 @@ def test_jacobian_spread_is_a_radius_on_the_image():
     b = geometry.jacobian_spread(m, x, 0.75, 2, seed=3)
     assert a == b  # the same seeded masks and pixels
     assert 0 < a["jac_spread"] <= 32 * math.sqrt(2) and 0 < a["jac_spread_uniform"] <= 32 * math.sqrt(2)
+
+
+def test_geometry_is_stored_seed_by_seed_and_equals_one_computed_in_one_go(cache, tmp_path):
+    """report.measure_geometry in parts (one per measured seed, as an installment stores them: a lent machine
+    re-trains the checkpoints, too long for one installment at gpu size) gives the record computed without parts."""
+    from maelab import profiles, store
+    from maelab.options import RunOptions
+    from maelab.papers.synthesis import report
+
+    S = profiles.settings("synthesis", "smoke")
+
+    def record(root, on):
+        kw = dict(notebook="synthesis", profile="smoke", root=root, log=None, options=RunOptions(store_parts=on))
+        return store.load_or_compute("geometry", report.geometry_config(S), lambda: report.measure_geometry(S), **kw)
+
+    with_parts = record(tmp_path / "a", True)
+    stored = sorted(p.name for p in (tmp_path / "a" / "synthesis").glob("geometry__*.smoke.json"))
+    assert stored == [f"geometry__s{s}.smoke.json" for s in S.measured_seeds]
+    plain = record(tmp_path / "b", False)
+    assert sorted(set(plain["geometry"].seed)) == sorted(S.measured_seeds)
+    pd.testing.assert_frame_equal(with_parts["geometry"], plain["geometry"], check_exact=True)

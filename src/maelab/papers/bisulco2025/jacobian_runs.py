@@ -15,13 +15,14 @@ A result's config lists every setting its computation reads; changing one recomp
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
-from maelab import result_keys, zoo
+from maelab import parts, result_keys, zoo
 from maelab._validate import ParameterError, divides, in_range, positive_int
 from maelab.experiments import PretrainSpec, load_data, pretrain
 from maelab.prefetch import prefetch
@@ -294,12 +295,14 @@ def zoo_config(ZM: Any, S: BisulcoJacobiansSettings) -> dict[str, Any]:
 def zoo_spreads(ZS: Any, ZM: Any, S: BisulcoJacobiansSettings, device, caps=None) -> dict[str, pd.DataFrame]:
     """Masked-pixel Jacobian spreads of the zoo's unit-1 MAEs (settings ``ZS``, measured seeds ``ZM``), each at its
     training ratio, on the zoo's scored test images (:func:`.locality.masked_pixel_spreads`, ``n_pixels`` per image,
-    generator ``MASK_SEED + seed``): ``spreads`` with one row per (seed, ratio), the mean over images and its s.d."""
+    generator ``MASK_SEED + seed``): ``spreads`` with one row per (seed, ratio), the mean over images and its s.d.;
+    one part per seed (:func:`maelab.parts.concat_frames`)."""
     S = _settings(S)
     tr, te = zoo.data(ZS, device)
     images = te.images[: ZS.n_score]  # the test images the zoo's losses and scores are computed on
-    rows = []
-    for s in ZM.seeds:
+
+    def one_seed(s: int) -> dict:
+        rows = []
         for r in [float(r) for r in ZS.mask_ratios]:
             model = zoo.trained_model(ZM, r, 1, s, device, train_data=tr, test_data=te, caps=caps)  # its checkpoint
             out = loc.masked_pixel_spreads(
@@ -316,4 +319,9 @@ def zoo_spreads(ZS: Any, ZM: Any, S: BisulcoJacobiansSettings, device, caps=None
                     "baseline": float(out["baseline"].mean()),
                 }
             )
-    return {"spreads": pd.DataFrame(rows)}
+        return {"spreads": pd.DataFrame(rows)}
+
+    def pool(c: dict) -> None:  # a seed not stored: its unit-1 models to the pre-training pool (a lent GPU)
+        prefetch([zoo.spec(ZM, r, 1, c["seed"]) for r in ZS.mask_ratios], device=str(device), caps=caps)
+
+    return parts.concat_frames([(f"s{s}", {"seed": int(s)}, partial(one_seed, int(s))) for s in ZM.seeds], pool)

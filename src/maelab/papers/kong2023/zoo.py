@@ -15,13 +15,14 @@ on the mask ratio or unit (tested).
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ... import data as datasets
-from ... import metrics, models, result_keys
+from ... import metrics, models, parts, result_keys
 from ... import zoo as shared_zoo
 from ..._validate import ParameterError
 from ...experiments import PretrainSpec, build_model, load_data, pretrain
@@ -262,15 +263,16 @@ def ink_config(S, ZM) -> dict[str, Any]:
 
 
 def measure_ink(S, ZS, ZM, *, device: str = "cpu", caps: DryRunLimits | None = None) -> dict[str, Any]:
-    """The ink-silhouette rows of the shared zoo's unit-1 encoders and their random inits, every seed of ``ZM``
+    """The ink-silhouette rows of the shared zoo's unit-1 encoders and their random inits, every seed of ``ZM`` (one
+    part per seed, :func:`maelab.parts.concat_frames`)
     (:func:`~maelab.papers.kong2023.representations.ink_silhouette_row`: [CLS] attention on a digit's ink and the
     per-token ink probe); returns ``{"marks": DataFrame}`` (``model``, ``seed``, the row's keys).
 
     ``ZS``: the shared zoo's :class:`maelab.zoo.ZooSettings`; ``ZM``: its measured part (:func:`maelab.zoo.measured`),
     whose checkpoints are loaded, or re-trained where missing (:func:`maelab.zoo.trained_model`)."""
     tr, te = shared_zoo.data(ZS, device)
-    out = []
-    for s in ZM.seeds:
+
+    def one_seed(s: int) -> dict:
         encoders = [
             (
                 shared_zoo.label(r, 1),
@@ -278,6 +280,7 @@ def measure_ink(S, ZS, ZM, *, device: str = "cpu", caps: DryRunLimits | None = N
             )
             for r in ZS.mask_ratios
         ] + [("random init", shared_zoo.random_init(ZS, s, device))]
+        out = []
         for name, model in encoders:
             row = rp.ink_silhouette_row(
                 model,
@@ -291,4 +294,9 @@ def measure_ink(S, ZS, ZM, *, device: str = "cpu", caps: DryRunLimits | None = N
                 caps=caps,
             )
             out.append({"model": name, "seed": s, **row})
-    return {"marks": pd.DataFrame(out)}
+        return {"marks": pd.DataFrame(out)}
+
+    def pool(c: dict) -> None:  # a seed not stored: its unit-1 models to the pre-training pool (a lent GPU)
+        prefetch([shared_zoo.spec(ZM, r, 1, c["seed"]) for r in ZS.mask_ratios], device=str(device), caps=caps)
+
+    return parts.concat_frames([(f"s{s}", {"seed": int(s)}, partial(one_seed, int(s))) for s in ZM.seeds], pool)
