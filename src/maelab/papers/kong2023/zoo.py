@@ -263,10 +263,10 @@ def ink_config(S, ZM) -> dict[str, Any]:
 
 
 def measure_ink(S, ZS, ZM, *, device: str = "cpu", caps: DryRunLimits | None = None) -> dict[str, Any]:
-    """The ink-silhouette rows of the shared zoo's unit-1 encoders and their random inits, every seed of ``ZM`` (one
-    part per seed, :func:`maelab.parts.concat_frames`)
+    """The ink-silhouette rows of the shared zoo's unit-1 encoders and their random inits, every seed of ``ZM``
     (:func:`~maelab.papers.kong2023.representations.ink_silhouette_row`: [CLS] attention on a digit's ink and the
-    per-token ink probe); returns ``{"marks": DataFrame}`` (``model``, ``seed``, the row's keys).
+    per-token ink probe); returns ``{"marks": DataFrame}`` (``model``, ``seed``, the row's keys), one part per seed
+    (:func:`maelab.parts.concat_frames`).
 
     ``ZS``: the shared zoo's :class:`maelab.zoo.ZooSettings`; ``ZM``: its measured part (:func:`maelab.zoo.measured`),
     whose checkpoints are loaded, or re-trained where missing (:func:`maelab.zoo.trained_model`)."""
