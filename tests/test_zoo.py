@@ -145,13 +145,16 @@ def test_looks_counts_the_second_analysis_once_seeds_go_beyond_the_first():
 
 
 def test_measured_keeps_the_entries_and_cuts_the_seeds_to_those_measured():
-    S = zoo.ZooSettings.for_profile("cpu")
+    S = zoo.ZooSettings.for_profile("cpu", measured_seeds=[0, 1, 2])
     M = zoo.measured(S)
-    assert M.seeds == tuple(S.measured_seeds) and set(M.seeds) < set(S.seeds)
+    assert M.seeds == (0, 1, 2) and set(M.seeds) < set(S.seeds)
+    # at cpu every seed is measured (their checkpoints were re-made); at gpu, the seeds it trains
+    assert zoo.measured(zoo.ZooSettings.for_profile("cpu")).seeds == zoo.ZooSettings.for_profile("cpu").seeds
+    assert zoo.measured(zoo.ZooSettings.for_profile("gpu")).seeds == zoo.ZooSettings.for_profile("gpu").seeds
     # the same entries at the measured seeds: their store keys are the zoo's own
     assert zoo.fingerprint(M) == {k: v for k, v in zoo.fingerprint(S).items() if int(k.rsplit("_s", 1)[1]) in M.seeds}
     # a page that overrides its seeds alone measures the ones it shares with measured_seeds
-    assert zoo.measured(zoo.ZooSettings.for_profile("cpu", seeds=[2, 4, 0])).seeds == (2, 0)
+    assert zoo.measured(zoo.ZooSettings.for_profile("cpu", seeds=[2, 4, 0], measured_seeds=[0, 1, 2])).seeds == (2, 0)
     assert zoo.measured(zoo.ZooSettings.for_profile("cpu", measured_seeds=[0, 9])).seeds == (0,)
     for bad in ([9], []):
         with pytest.raises(ParameterError, match="^measured_seeds"):

@@ -171,7 +171,7 @@ class ZooSettings(NotebookSettings):
         [0, 1, 2, 3, 4, 5], "pre-training seeds (>= 2 for paired claims; see looks)", is_list(is_int(0))
     )
     measured_seeds: tuple = setting(
-        [0, 1, 2],
+        [0, 1, 2, 3, 4, 5],
         "seeds whose checkpoints the pages' own measurements read (Jacobians, attention, ink; see measured)",
         is_list(is_int(0)),
     )
@@ -227,11 +227,11 @@ def measured(S: ZooSettings) -> ZooSettings:
     """``S`` with its seeds cut to those also in ``S.measured_seeds`` (in ``S.seeds`` order): the zoo whose
     checkpoints a page's own measurements read (masked-pixel Jacobians, attention, ink silhouettes), as opposed to
     the stored entry records (probes, ranks, reconstruction scores, losses) that every seed has. Why two seed lists:
-    those measurements need each model's checkpoint, a gitignored cache; seeds 0-2 were measured while their
-    checkpoints existed, and the cache was lost after seeds 3-5 were trained and stored but before they were
-    measured, so those rows stay at the first look's seeds until the checkpoints are re-made (:func:`trained_model`
-    re-trains a missing one; same seed, same numbers on one machine). A page passes ``measured(S)`` to
-    :func:`fingerprint` and :func:`trained_model` there."""
+    those measurements need each model's checkpoint, a gitignored cache that a new machine does not have
+    (:func:`trained_model` re-trains a missing one; same seed, same numbers on one machine), so a machine that can
+    re-make only some of them can measure fewer seeds than the records hold. At cpu every seed is measured; seeds 0-2
+    alone were, from the first look until the checkpoints of seeds 3-5 were re-made (2026-11-27). A page passes
+    ``measured(S)`` to :func:`fingerprint` and :func:`trained_model` there."""
     import dataclasses
 
     return dataclasses.replace(S, seeds=tuple(s for s in S.seeds if s in set(S.measured_seeds)))
