@@ -16,27 +16,20 @@ the seed only), so differences between entries of a seed are paired.
 other page's plain MAE with the same recipe: its checkpoint (cached by
 :attr:`~maelab.experiments.PretrainSpec.key`) is loaded, never re-trained.
 
-**What each entry stores** (:func:`measure_entry`): the training history; for the [CLS] token and for the mean of
-the patch tokens, the linear-probe accuracy (``maelab.evaluate.linear_probe``, ``probe_method``), 20-NN accuracy
-and effective rank of the test features; the reconstruction scores of :func:`maelab.reconstruction.score_model`
-on the first ``n_score`` test images (SSIM, FSIM, PSNR, -MSE unmasked and of the paste image at the entry's own
-ratio and unit) and the masked-patch losses of the model, of the same architecture at random initialisation and
-of the patch-mean predictor under the same masks -- the numbers of the learning check every page applies to the
-entries it compares (:func:`reconstruction_checks`: one :class:`maelab.claims.ReconstructionCheck` per model). The
-random-init entry of each seed (``random_s<seed>``) and the raw-pixel probe (``raw_pixels``) are the baselines
-every probe is read against. The reconstructions of the first ``N_EXAMPLES`` test images (unmasked, and pasted at
-the entry's ratio) are stored for the example figures.
+**What each entry stores** (:func:`measure_entry`): the training history; per pooling ([CLS], mean of the patch
+tokens) the linear probe (``probe_method``), 20-NN accuracy and effective rank of the test features; the scores of
+:func:`maelab.reconstruction.score_model` on the first ``n_score`` test images and the masked-patch losses of the
+model, of its random init and of the patch-mean predictor under the same masks: the learning check
+(:func:`reconstruction_checks`); the reconstructions of ``N_EXAMPLES`` test images. ``random_s<seed>`` and
+``raw_pixels`` are the baselines every probe is read against. A page's own measurement of the checkpoints
+(:func:`measure_checkpoints`) stores each model's check with it.
 
-**Two looks.** The cpu zoo was first trained and analysed at seeds 0-2 (claims records up to commit 88299d7);
-most rows it fed were inconclusive with 3 seeds, so seeds 3-5 were added. Because that decision followed a look
-at the data, a page that reads seeds beyond the first three passes ``looks(S.seeds) == 2`` with its evidence and the
-claims engine tests those rows at ALPHA / 2 (:data:`maelab.claims.POLICY`). The level, and the paired trend test
-(:meth:`maelab.claims.Evidence.from_series` with ``paired=True``), were fixed in code before seeds 3-5 were read.
+**Two looks.** The cpu zoo was first analysed at seeds 0-2 (claims records up to commit 88299d7); seeds 3-5 were
+added after that look, so a page that reads them passes ``looks(S.seeds) == 2`` and the engine tests those rows at
+ALPHA / 2 (:data:`maelab.claims.POLICY`), a rule fixed in code, with the paired trend test, before seeds 3-5 were read.
 
-Run the whole grid (each finished entry is a complete record; an interrupted run resumes from its checkpoint)::
-
-    python -m maelab.zoo run --profile cpu
-    python -m maelab.zoo status --profile cpu
+Run the whole grid: ``python -m maelab.zoo run --profile cpu`` (each finished entry is a complete record; an
+interrupted run resumes from its checkpoint); ``python -m maelab.zoo status --profile cpu`` lists what is stored.
 """
 
 from __future__ import annotations
@@ -49,7 +42,7 @@ from typing import Any
 
 import torch
 
-from . import evaluate, metrics, models, result_keys, store
+from . import evaluate, metrics, models, parts, result_keys, store
 from . import reconstruction as rc
 from ._util import resolve_device
 from ._validate import ParameterError, one_of
@@ -84,6 +77,7 @@ __all__ = [
     "data",
     "random_init",
     "trained_model",
+    "measure_checkpoints",
     "measure_entry",
     "entry",
     "random_entry",
@@ -325,6 +319,34 @@ def trained_model(
     return model.eval()
 
 
+def measure_checkpoints(M: ZooSettings, table: str, row, device="cpu", *, caps=None, with_random: bool = False) -> dict:
+    """A page's own measurement of the unit-1 checkpoints of ``M`` (:func:`measured`): ``{table: DataFrame}``, a row
+    per model and seed (``model``, ``seed``, ``row(model, ratio, seed, tr, te)``; ``with_random``: also each seed's
+    random init, ratio None), one part per seed (:func:`maelab.parts.concat_frames`). Each trained row holds its
+    model's own learning check (``loss``, ``reference_loss``, ``patch_mean_loss`` as in :func:`measure_entry`), which
+    gates the rows read from the table: a checkpoint re-made on another CPU or card is another model (same seed and
+    data order, other floating point: on a second CPU the online probe after training moved by points)."""
+    import pandas as pd
+
+    tr, te = data(M, device)
+    images = te.images[: cap(M.n_score, caps, "eval_images")]
+
+    def one_seed(s: int) -> dict:
+        out = []
+        for r in [float(r) for r in M.mask_ratios]:
+            model = trained_model(M, r, 1, s, device, train_data=tr, test_data=te, caps=caps)
+            check = rc.masked_patch_losses(model, random_init(M, s, device), images, r, seed=s)
+            out.append({"model": label(r, 1), "seed": s, **row(model, r, s, tr, te), **check})
+        if with_random:
+            out.append({"model": RANDOM_INIT, "seed": s, **row(random_init(M, s, device), None, s, tr, te)})
+        return {table: pd.DataFrame(out)}
+
+    def pool(c: dict) -> None:  # a seed not stored: its unit-1 models to the pre-training pool (a lent GPU)
+        prefetch([spec(M, r, 1, c["seed"]) for r in M.mask_ratios], device=str(device), caps=caps)
+
+    return parts.concat_frames([(f"s{s}", {"seed": int(s)}, partial(one_seed, int(s))) for s in M.seeds], pool)
+
+
 def _probes(model, tr, te, S: ZooSettings, seed: int, caps: DryRunLimits | None = None) -> dict[str, float]:
     out: dict[str, float] = {}
     for pool in POOLS:
@@ -378,17 +400,8 @@ def _store(name: str, config: dict, fn, options: RunOptions, seed, device) -> st
             )
         return fn()
 
-    return store.load_or_compute(
-        name,
-        config,
-        guarded,
-        notebook=NOTEBOOK,
-        profile=options.profile,
-        seeds=seed,
-        device=device,
-        recompute=options.recompute,
-        options=options,
-    )
+    kw = dict(profile=options.profile, seeds=seed, device=device, recompute=options.recompute, options=options)
+    return store.load_or_compute(name, config, guarded, notebook=NOTEBOOK, **kw)
 
 
 def _options(options: RunOptions) -> RunOptions:
@@ -408,14 +421,8 @@ def entry(S: ZooSettings, ratio: float, unit: int, seed: int, options: RunOption
         tr, te = load_data(s, dev, progress=False)
         model, res, _, _ = pretrain(s, device=str(dev), progress=False, train_data=tr, test_data=te, caps=caps)
         row = measure_entry(model.eval(), random_init(S, seed, dev, unit=unit), tr, te, S, ratio, seed, caps)
-        return {
-            "ratio": float(ratio),
-            "unit": int(unit),
-            "seed": int(seed),
-            **row,
-            "history": list(res.history),
-            "train_seconds": float(sum(h["seconds"] for h in res.history)),
-        }
+        out = {"ratio": float(ratio), "unit": int(unit), "seed": int(seed), **row, "history": list(res.history)}
+        return {**out, "train_seconds": float(sum(h["seconds"] for h in res.history))}
 
     return _store(*_job_key(S, ("entry", seed, ratio, unit)), compute, options, seed, dev)
 
@@ -429,13 +436,8 @@ def random_entry(S: ZooSettings, seed: int, options: RunOptions):
     def compute() -> dict:
         tr, te = load_data(s, dev, progress=False)
         m = random_init(S, seed, dev)
-        return {
-            "ratio": float("nan"),
-            "unit": 1,
-            "seed": int(seed),
-            **measure_entry(m, random_init(S, seed, dev), tr, te, S, S.unit_ratio, seed, caps),
-            "train_seconds": 0.0,
-        }
+        row = measure_entry(m, random_init(S, seed, dev), tr, te, S, S.unit_ratio, seed, caps)
+        return {"ratio": float("nan"), "unit": 1, "seed": int(seed), **row, "train_seconds": 0.0}
 
     return _store(*_job_key(S, ("random", seed, None, None)), compute, options, seed, dev)
 
@@ -452,10 +454,8 @@ def raw_pixel_entry(S: ZooSettings, options: RunOptions):
         lp = evaluate.linear_probe(
             ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=0, blas_threads=1, caps=caps
         )
-        return {
-            "linear_acc": float(lp.test_acc),
-            "knn_acc": float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels, caps=caps)),
-        }
+        knn = evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels, caps=caps)
+        return {"linear_acc": float(lp.test_acc), "knn_acc": float(knn)}
 
     return _store(*_job_key(S, ("raw", None, None, None)), compute, options, None, dev)
 

@@ -255,41 +255,40 @@ def test_nonlinear_pairs_per_seed_with_several_seeds():
     assert p.note == "m = 0.8; s.e. over seeds"
 
 
-def _zoo_frames(loss_r05_seed1=0.3):
-    """Two seeds of the zoo at ratios 0.1, 0.5, 0.9 (unit 1) with a random init, and their Jacobian spreads."""
+def _zoo_spreads(loss_r05_seed1=0.3):
+    """Two seeds of the zoo at ratios 0.1, 0.5, 0.9 (unit 1): the Jacobian spreads of their checkpoints, each with
+    the checkpoint's own masked-patch losses (maelab.zoo.measure_checkpoints)."""
     spread = {0.1: (3.0, 3.4), 0.5: (4.0, 4.6), 0.9: (6.0, 5.0)}
-    entries, spreads = [], []
+    spreads = []
     for seed in (0, 1):
-        entries.append({"model": "random init", "seed": seed, "loss": 2.0, "reference_loss": 2.0,
-                        "patch_mean_loss": 1.0})  # fmt: skip
         for r in (0.1, 0.5, 0.9):
-            m = f"r{r:g} u1"
             loss = loss_r05_seed1 if (r, seed) == (0.5, 1) else 0.3
-            entries.append({"model": m, "seed": seed, "loss": loss, "reference_loss": 2.0, "patch_mean_loss": 1.0})
-            spreads.append({"model": m, "ratio": r, "seed": seed, "spread": spread[r][seed], "n_images": 50})
-    spreads.append({"model": "r0.75 u2", "ratio": 0.75, "seed": 0, "spread": 99.0, "n_images": 50})  # not read
-    return pd.DataFrame(spreads), pd.DataFrame(entries)
+            spreads.append({"model": f"r{r:g} u1", "ratio": r, "seed": seed, "spread": spread[r][seed],
+                            "n_images": 50, "loss": loss, "reference_loss": 2.0, "patch_mean_loss": 1.0})  # fmt: skip
+    spreads.append({"model": "r0.75 u2", "ratio": 0.75, "seed": 0, "spread": 99.0, "n_images": 50, "loss": 9.0,
+                    "reference_loss": 2.0, "patch_mean_loss": 1.0})  # fmt: skip  # not read (fails its check)
+    return pd.DataFrame(spreads)
 
 
-def test_zoo_spread_row_is_over_seeds_and_gated_by_the_zoo_check():
-    spreads, entries = _zoo_frames()
-    ev_, checks = ev.zoo_spread_evidence(spreads, entries, [0.9, 0.1, 0.5], [0, 1])
+def test_zoo_spread_row_is_over_seeds_and_gated_by_the_check_of_the_checkpoints_measured():
+    spreads = _zoo_spreads()
+    ev_, checks = ev.zoo_spread_evidence(spreads, [0.9, 0.1, 0.5], [0, 1])
     # sorted ratios; per ratio the mean of the two seeds' values and its s.e. |a - b| / 2
     assert ev_.x == (0.1, 0.5, 0.9) and ev_.y == approx((3.2, 4.3, 5.5)) and ev_.y_err == approx((0.2, 0.3, 0.5))
     assert ev_.y_n == (2, 2, 2) and not ev_.unmet and "50 test images" in ev_.note and "2 seeds" in ev_.note
-    assert [c.what for c in checks] == [f"MAE r{r:g} u1, masked-patch test loss" for r in (0.1, 0.5, 0.9)]
+    want = [f"MAE r{r:g} u1, masked-patch test loss, its checkpoint measured here" for r in (0.1, 0.5, 0.9)]
+    assert [c.what for c in checks] == want
     assert checks[0].ratios == approx((0.3, 0.3))  # 0.3 / min(2.0, 1.0)
     # steps 1.1 (s.e. 0.36) and 1.2 (s.e. 0.58) with 1 degree of freedom: not significant, none the other way
     assert verdict(ROWS["bisulco.jac_mae_spread_vs_m"], ev_)[0] == "inconclusive"
-    bad, checks = ev.zoo_spread_evidence(*_zoo_frames(0.96), [0.1, 0.5, 0.9], [0, 1])  # 0.96 > 0.95 x 1.0
+    bad, checks = ev.zoo_spread_evidence(_zoo_spreads(0.96), [0.1, 0.5, 0.9], [0, 1])  # 0.96 > 0.95 x 1.0
     assert bad.unmet == checks[1].unmet and "MAE r0.5 u1" in bad.unmet and "run seed 1" in bad.unmet
     assert verdict(ROWS["bisulco.jac_mae_spread_vs_m"], bad)[1].startswith("precondition not met")
     with pytest.raises(ParameterError, match="^spreads must be a spread for every model"):
-        ev.zoo_spread_evidence(spreads, entries, [0.1, 0.5, 0.9], [0, 1, 2])
-    with pytest.raises(ParameterError, match="^entries must be zoo entries of every model"):
-        ev.zoo_spread_evidence(spreads, entries[entries.model != "r0.5 u1"], [0.1, 0.5, 0.9], [0, 1])
-    with pytest.raises(ParameterError, match="^spreads must be a table with columns"):
-        ev.zoo_spread_evidence(spreads.drop(columns="n_images"), entries, [0.1, 0.5, 0.9], [0, 1])
+        ev.zoo_spread_evidence(spreads, [0.1, 0.5, 0.9], [0, 1, 2])
+    for column in ("n_images", "patch_mean_loss"):
+        with pytest.raises(ParameterError, match="^spreads must be a table with columns"):
+            ev.zoo_spread_evidence(spreads.drop(columns=column), [0.1, 0.5, 0.9], [0, 1])
 
 
 # ------------------------------------------------------------------------------------------------ bisulco_sweeps
@@ -514,9 +513,7 @@ def test_jacobians_reproduces_its_committed_claims():
     checks = ev.reconstruction_checks(by_m, by_p, ae, _load(nb, "trivial_loss")["loss"], M0, P0)
     ZS = zoo.ZooSettings.for_profile("cpu")
     ZM = zoo.measured(ZS)  # the Jacobians are those of the measured seeds' checkpoints
-    zoo_row, _ = ev.zoo_spread_evidence(
-        _load(nb, "zoo_jacobians")["spreads"], zoo.load_entries(ZS, "cpu")["entries"], ZS.mask_ratios, ZM.seeds
-    )
+    zoo_row, _ = ev.zoo_spread_evidence(_load(nb, "zoo_jacobians")["spreads"], ZS.mask_ratios, ZM.seeds)
     got = {
         **ev.linear_spread_evidence(nat, S),
         **ev.nonlinear_spread_evidence(by_m, by_p, ae, checks, M0, P0),

@@ -413,8 +413,9 @@ def test_representations_page_reproduces_its_committed_claims_record():
 
 
 # ------------------------------------------------------------------ the four rows on the shared zoo
-def _zoo_frames(r01_loss=(0.5, 0.5)):
-    """Two seeds of a zoo (unit 1 at 0.1, 0.75, 0.9) and ink measurements; every value chosen by hand."""
+def _zoo_frames(r01_loss=(0.5, 0.5), r01_checkpoint_loss=(0.5, 0.5)):
+    """Two seeds of a zoo (unit 1 at 0.1, 0.75, 0.9) and ink measurements with the measured checkpoints' own losses;
+    every value chosen by hand."""
     entries, marks = [], []
     for seed in (0, 1):
         for ratio, acc, attn, tok, loss in (
@@ -435,7 +436,19 @@ def _zoo_frames(r01_loss=(0.5, 0.5)):
                     "patch_mean_loss": 1.0,
                 }
             )
-            marks.append({"model": name, "seed": seed, "attn_mass": attn, "token_balanced_acc": tok})
+            own = r01_checkpoint_loss[seed] if ratio == 0.1 else loss
+            marks.append(
+                {
+                    "model": name,
+                    "seed": seed,
+                    "attn_mass": attn,
+                    "token_balanced_acc": tok,
+                    "loss": own,
+                    "reference_loss": 2.0,
+                    "patch_mean_loss": 1.0,
+                }
+            )
+        marks.append({"model": "random init", "seed": seed, "attn_mass": 0.2, "token_balanced_acc": 0.5})
     return pd.DataFrame(entries), pd.DataFrame(marks)
 
 
@@ -452,11 +465,21 @@ def test_zoo_representation_rows_hand_values_and_pretext_gate():
     for k, v in want.items():
         np.testing.assert_allclose(rows[k].samples, v, atol=1e-12, err_msg=k)
         assert rows[k].unmet == ""
-    assert [c.what for c in checks] == [
-        "MAE r0.1 u1, masked-patch test loss",
-        "MAE r0.75 u1, masked-patch test loss",
-        "MAE r0.9 u1, masked-patch test loss",
+    models = ["MAE r0.1 u1", "MAE r0.75 u1", "MAE r0.9 u1"]
+    assert [c.what for c in checks] == [f"{m}, masked-patch test loss" for m in models] + [
+        f"{m}, masked-patch test loss, its checkpoint measured here" for m in models
     ]
-    # seed 1 of ratio 0.1 stays at 0.96 of the patch-mean loss: above 0.95, every row inconclusive with the reason
+    # seed 1 of ratio 0.1 stays at 0.96 of the patch-mean loss in the zoo's record: above 0.95, the probe rows read
+    # inconclusive with the reason; the attention and token rows read the checkpoints, gated by their own check
+    probe_rows = ["kong.tab1_probe_075_010", "kong.tab1_probe_075_090"]
+    mark_rows = ["kong.fig6_cls_silhouette", "kong.tab3_token_silhouette"]
     rows, checks = kev.zoo_representation_rows(*_zoo_frames((0.5, 0.96)), (0.1, 0.75, 0.9), 0.75, (0, 1), 0.05)
-    assert not checks[0].met and all("r0.1 u1" in e.unmet for e in rows.values())
+    assert [c.met for c in checks] == [False, True, True, True, True, True]
+    assert all("r0.1 u1" in rows[k].unmet for k in probe_rows) and all(rows[k].unmet == "" for k in mark_rows)
+    # and the other way round: a re-made checkpoint that fails its check gates only the rows that read it
+    rows, checks = kev.zoo_representation_rows(
+        *_zoo_frames((0.5, 0.5), (0.5, 0.96)), (0.1, 0.75, 0.9), 0.75, (0, 1), 0.05
+    )
+    assert [c.met for c in checks] == [True, True, True, False, True, True]
+    assert "checkpoint measured here" in rows["kong.fig6_cls_silhouette"].unmet
+    assert all("r0.1 u1" in rows[k].unmet for k in mark_rows) and all(rows[k].unmet == "" for k in probe_rows)

@@ -16,8 +16,9 @@ from maelab.papers.synthesis.claims import CLAIMS, PREDICTIONS
 RATIOS, UNITS = (0.1, 0.5, 0.75, 0.9), (1, 2)
 
 
-def _frames(r09_loss=0.5):
-    """Two seeds; ratios 0.1 / 0.5 / 0.75 / 0.9 at unit 1 and 0.75 at unit 2; values chosen by hand."""
+def _frames(r09_loss=0.5, r09_checkpoint_loss=0.5):
+    """Two seeds; ratios 0.1 / 0.5 / 0.75 / 0.9 at unit 1 and 0.75 at unit 2, and the geometry of the unit-1
+    checkpoints with their own losses; values chosen by hand."""
     acc = {0.1: (0.80, 0.82), 0.5: (0.86, 0.88), 0.75: (0.87, 0.86), 0.9: (0.83, 0.84)}
     rank = {0.1: (10, 12), 0.5: (20, 22), 0.75: (21, 18), 0.9: (15, 16)}
     psnr = {0.1: (20.0, 21.0), 0.5: (18.0, 19.0), 0.75: (16.0, 16.5), 0.9: (17.0, 17.0)}
@@ -40,7 +41,8 @@ def _frames(r09_loss=0.5):
                     "patch_mean_loss": 1.0,
                 }
             )
-            geo.append({"model": m, "seed": seed, "jac_spread": spread[r][seed], "attn_distance": 2 + r})
+            own = {"loss": r09_checkpoint_loss if r == 0.9 else 0.3, "reference_loss": 2.0, "patch_mean_loss": 1.0}
+            geo.append({"model": m, "seed": seed, "jac_spread": spread[r][seed], "attn_distance": 2 + r, **own})
         entries.append(
             {
                 "model": "r0.75 u2",
@@ -79,8 +81,21 @@ def test_rows_hand_values():
 
 def test_a_model_that_did_not_learn_withholds_the_ratio_rows_only():
     rows, checks = sev.synthesis_rows(*_frames(r09_loss=0.99), RATIOS, UNITS, 0.75, (0, 1), 0.05)
-    assert "r0.9 u1" in rows["synth.probe_interior"].unmet and "r0.9 u1" in rows["synth.jacobian_spread_ratio"].unmet
+    assert "r0.9 u1" in rows["synth.probe_interior"].unmet and "r0.9 u1" in rows["synth.psnr_falls_ratio"].unmet
     assert rows["synth.unit_raises_probe"].unmet == ""  # compares 0.75 at units 1 and 2 only
+    # the geometry rows read the checkpoints, gated by the checks measured on them, not by the records'
+    assert rows["synth.jacobian_spread_ratio"].unmet == rows["synth.attention_distance_ratio"].unmet == ""
+    # five record checks (four ratios and unit 2), then the four checkpoints' own
+    assert len(checks) == 9 and [c.met for c in checks].count(False) == 1
+    assert checks[-1].what == "MAE r0.9 u1, masked-patch test loss, its checkpoint measured here"
+
+
+def test_a_checkpoint_that_did_not_learn_withholds_the_geometry_rows_only():
+    rows, checks = sev.synthesis_rows(*_frames(r09_checkpoint_loss=0.99), RATIOS, UNITS, 0.75, (0, 1), 0.05)
+    for cid in ("synth.jacobian_spread_ratio", "synth.attention_distance_ratio"):
+        assert "r0.9 u1, masked-patch test loss, its checkpoint measured here" in rows[cid].unmet
+    assert all(rows[cid].unmet == "" for cid in rows if cid not in ("synth.jacobian_spread_ratio",
+                                                                     "synth.attention_distance_ratio"))  # fmt: skip
 
 
 def test_per_seed_refuses_missing_values():
@@ -120,6 +135,11 @@ def test_geometry_is_stored_seed_by_seed_and_equals_one_computed_in_one_go(cache
         return store.load_or_compute("geometry", report.geometry_config(S), lambda: report.measure_geometry(S), **kw)
 
     with_parts = record(tmp_path / "a", True)
+    # every trained row holds the learning check of the checkpoint it measured; the random-init rows have none
+    g = with_parts["geometry"]
+    trained = g[g.model != "random init"]
+    assert trained[["loss", "reference_loss", "patch_mean_loss"]].notna().all().all()
+    assert g[g.model == "random init"]["loss"].isna().all()
     stored = sorted(p.name for p in (tmp_path / "a" / "synthesis").glob("geometry__*.smoke.json"))
     assert stored == [f"geometry__s{s}.smoke.json" for s in S.measured_seeds]
     plain = record(tmp_path / "b", False)

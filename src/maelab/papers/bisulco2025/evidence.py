@@ -21,6 +21,7 @@ single sample the pages draw no error bar, so :func:`mean_se` gives a standard e
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -393,7 +394,7 @@ def nonlinear_spread_evidence(by_m: Mapping, by_p: Mapping, ae: Mapping, checks:
 
 
 def zoo_spread_evidence(
-    spreads: Any, entries: Any, mask_ratios: Sequence[float], seeds: Sequence[int], margin: float = LOSS_MARGIN
+    spreads: Any, mask_ratios: Sequence[float], seeds: Sequence[int], margin: float = LOSS_MARGIN
 ) -> tuple[Evidence, tuple[ReconstructionCheck, ...]]:
     """``bisulco.jac_mae_spread_vs_m`` on the shared zoo (:mod:`maelab.zoo`): the half-mass radius of masked-pixel
     Jacobians of the zoo's models at masking unit 1 against their training ``mask_ratios``, each model measured at
@@ -403,10 +404,11 @@ def zoo_spread_evidence(
     not over images of one run; the per-seed series are kept (the zoo's runs are paired by seed), so each step is
     tested on the per-seed differences, at the zoo's looks (:func:`maelab.zoo.looks`).
 
-    Gate: the zoo's learning check of every model in the series (:func:`maelab.zoo.reconstruction_checks` of
-    ``entries``, the frame of :func:`maelab.zoo.load_entries`, with ``margin``) -- the pretext task, not the
-    Jacobian the row measures. Returns (evidence, checks)."""
-    _table(spreads, ("model", "seed", "spread", "n_images"), "spreads")
+    Gate: the learning check of every model whose Jacobians were measured (:func:`maelab.zoo.reconstruction_checks`
+    of ``spreads``' own ``loss``, ``reference_loss`` and ``patch_mean_loss``, measured on that checkpoint by
+    :func:`maelab.zoo.measure_checkpoints`, with ``margin``) -- the pretext task, not the Jacobian the row measures.
+    Returns (evidence, checks)."""
+    _table(spreads, ("model", "seed", "spread", "n_images", "loss", "reference_loss", "patch_mean_loss"), "spreads")
     ratios = sorted(float(r) for r in mask_ratios)
     labels, seeds = [zoo.label(r, 1) for r in ratios], [int(s) for s in seeds]
     t = spreads[spreads.model.isin(labels) & spreads.seed.isin(seeds)]
@@ -415,10 +417,12 @@ def zoo_spread_evidence(
     y = t.pivot(index="seed", columns="model", values="spread").reindex(index=seeds, columns=labels)
     if y.isna().to_numpy().any():
         raise ParameterError("spreads", f"a spread for every model {labels} and seed {seeds}", "missing values")
-    compared = entries[entries.model.isin(labels)]
-    if set(compared.model) != set(labels):
-        raise ParameterError("entries", f"zoo entries of every model {labels}", sorted(set(compared.model)))
-    checks = zoo.reconstruction_checks(compared, margin)
+    checks = tuple(
+        dataclasses.replace(c, what=c.what + ", its checkpoint measured here")
+        for c in zoo.reconstruction_checks(
+            t.sort_values("model", key=lambda m: m.map(labels.index), kind="stable"), margin
+        )
+    )
     n_img = sorted({int(n) for n in t.n_images})
     note = f"zoo, unit 1, each model at its training ratio; per seed the mean over {'/'.join(map(str, n_img))} test "
     note += f"images; s.e. over {len(seeds)} seeds"

@@ -15,14 +15,13 @@ A result's config lists every setting its computation reads; changing one recomp
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
-from maelab import parts, result_keys, zoo
+from maelab import result_keys, zoo
 from maelab._validate import ParameterError, divides, in_range, positive_int
 from maelab.experiments import PretrainSpec, load_data, pretrain
 from maelab.prefetch import prefetch
@@ -284,7 +283,7 @@ def zoo_config(ZM: Any, S: BisulcoJacobiansSettings) -> dict[str, Any]:
     the measured zoo ``ZM``), the batch, the mask seed and the settings :func:`zoo_spreads` reads."""
     S = _settings(S)
     return {
-        "what": "masked-pixel Jacobian spreads of the shared zoo's unit-1 MAEs, each at its training ratio",
+        "what": "masked-pixel Jacobian spreads of the shared zoo's unit-1 MAEs at their training ratios, own checks",
         "zoo": zoo.fingerprint(ZM),
         "jac_batch": JAC_BATCH,
         "mask_seed": MASK_SEED,
@@ -298,30 +297,18 @@ def zoo_spreads(ZS: Any, ZM: Any, S: BisulcoJacobiansSettings, device, caps=None
     generator ``MASK_SEED + seed``): ``spreads`` with one row per (seed, ratio), the mean over images and its s.d.;
     one part per seed (:func:`maelab.parts.concat_frames`)."""
     S = _settings(S)
-    tr, te = zoo.data(ZS, device)
-    images = te.images[: ZS.n_score]  # the test images the zoo's losses and scores are computed on
 
-    def one_seed(s: int) -> dict:
-        rows = []
-        for r in [float(r) for r in ZS.mask_ratios]:
-            model = zoo.trained_model(ZM, r, 1, s, device, train_data=tr, test_data=te, caps=caps)  # its checkpoint
-            out = loc.masked_pixel_spreads(
-                model, images, r, S.n_pixels, q=S.q, seed=MASK_SEED + s, batch_size=JAC_BATCH, caps=caps
-            )
-            rows.append(
-                {
-                    "model": zoo.label(r, 1),
-                    "ratio": r,
-                    "seed": s,
-                    "n_images": len(out["spread"]),
-                    "spread": float(out["spread"].mean()),
-                    "spread_sd": float(out["spread"].std(ddof=1)),
-                    "baseline": float(out["baseline"].mean()),
-                }
-            )
-        return {"spreads": pd.DataFrame(rows)}
+    def row(model, r: float, s: int, tr, te) -> dict:
+        images = te.images[: ZS.n_score]  # the test images the zoo's losses and scores are computed on
+        out = loc.masked_pixel_spreads(
+            model, images, r, S.n_pixels, q=S.q, seed=MASK_SEED + s, batch_size=JAC_BATCH, caps=caps
+        )
+        return {
+            "ratio": r,
+            "n_images": len(out["spread"]),
+            "spread": float(out["spread"].mean()),
+            "spread_sd": float(out["spread"].std(ddof=1)),
+            "baseline": float(out["baseline"].mean()),
+        }
 
-    def pool(c: dict) -> None:  # a seed not stored: its unit-1 models to the pre-training pool (a lent GPU)
-        prefetch([zoo.spec(ZM, r, 1, c["seed"]) for r in ZS.mask_ratios], device=str(device), caps=caps)
-
-    return parts.concat_frames([(f"s{s}", {"seed": int(s)}, partial(one_seed, int(s))) for s in ZM.seeds], pool)
+    return zoo.measure_checkpoints(ZM, "spreads", row, device, caps=caps)

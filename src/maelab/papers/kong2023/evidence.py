@@ -26,6 +26,7 @@ of every seed of ``kong_representations`` (concatenated over seeds, random-init 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -57,6 +58,7 @@ __all__ = [
     "token_gap",
     "representation_rows",
     "zoo_representation_rows",
+    "checkpoint_checks",
 ]
 
 RANDOM_INIT = "random init"  # the model name of the random-init rows of the trained-model pages
@@ -359,6 +361,21 @@ def representation_rows(rows, settings) -> tuple[dict[str, Evidence], tuple[Reco
 
 
 # ------------------------------------------------------------------- kong_representations on the shared zoo
+def checkpoint_checks(table, models: Sequence[str], seeds: Sequence[int], margin: float):
+    """The learning checks of the shared zoo's ``models`` at ``seeds`` as measured on the checkpoints a page reads
+    (``table``: a frame of :func:`maelab.zoo.measure_checkpoints`, with each trained model's ``loss``,
+    ``reference_loss`` and ``patch_mean_loss``): :func:`maelab.zoo.reconstruction_checks` in the order of ``models``,
+    each named "..., its checkpoint measured here". The gate of the rows read from ``table``: a re-made checkpoint is
+    not the model of the zoo's entry record, so that record's check does not vouch for it."""
+    _need(table, ["model", "seed"], "table")
+    order = list(models)
+    t = table[table.model.isin(order) & table.seed.isin(list(seeds))]
+    t = t.sort_values("model", key=lambda m: m.map(order.index), kind="stable")
+    return tuple(
+        dataclasses.replace(c, what=c.what + ", its checkpoint measured here") for c in reconstruction_checks(t, margin)
+    )
+
+
 def zoo_representation_rows(
     entries,
     marks,
@@ -380,17 +397,19 @@ def zoo_representation_rows(
     :func:`maelab.zoo.reconstruction_checks` of the compared models (lowest ratio, ``unit_ratio``, highest ratio,
     unit 1) against random init and the patch-mean predictor with ``loss_margin``. ``entries``: the zoo's entries frame
     (:func:`maelab.zoo.load_entries`); ``marks``: one row per (model, seed) with ``attn_mass`` and
-    ``token_balanced_acc`` (:func:`.representations.ink_silhouette_row`). The probe rows read ``seeds``, the
-    ``marks`` rows ``mark_seeds`` (default ``seeds``: the seeds whose checkpoints were measured,
-    :func:`maelab.zoo.measured`); each row carries the zoo's looks at its seeds (:func:`maelab.zoo.looks`), and
-    the gate covers the compared models at every seed either reads."""
+    ``token_balanced_acc`` (:func:`.representations.ink_silhouette_row`) and each trained model's own check
+    (:func:`maelab.zoo.measure_checkpoints`). The probe rows read ``seeds`` and are gated by the entry records'
+    checks; the ``marks`` rows read ``mark_seeds`` (default ``seeds``: the seeds whose checkpoints were measured,
+    :func:`maelab.zoo.measured`) and are gated by the checks of the checkpoints measured (:func:`checkpoint_checks`).
+    Each row carries the zoo's looks at its seeds (:func:`maelab.zoo.looks`). Returns (rows, entry checks +
+    checkpoint checks)."""
     lab = [f"r{r:g} u1" for r in (min(mask_ratios), unit_ratio, max(mask_ratios))]
     lo, mid, hi = lab
     seeds = list(seeds)
     mseeds = seeds if mark_seeds is None else [int(x) for x in mark_seeds]
-    compared = entries[entries.model.isin(lab) & entries.seed.isin(set(seeds) | set(mseeds))]
-    checks = reconstruction_checks(compared, loss_margin)
-    u, lk, mlk = unmet_of(*checks), looks(seeds), looks(mseeds)
+    checks = reconstruction_checks(entries[entries.model.isin(lab) & entries.seed.isin(seeds)], loss_margin)
+    mchecks = checkpoint_checks(marks, lab, mseeds, loss_margin)
+    u, um, lk, mlk = unmet_of(*checks), unmet_of(*mchecks), looks(seeds), looks(mseeds)
     return {
         "kong.tab1_probe_075_010": Evidence.from_samples(
             paired_gap(entries, "linear_acc_cls", [mid], [lo], seeds),
@@ -407,13 +426,13 @@ def zoo_representation_rows(
         "kong.fig6_cls_silhouette": Evidence.from_samples(
             paired_gap(marks, "attn_mass", [mid], [lo, hi], mseeds),
             note="attention on the ink, MNIST zoo",
-            unmet=u,
+            unmet=um,
             looks=mlk,
         ),
         "kong.tab3_token_silhouette": Evidence.from_samples(
             paired_gap(marks, "token_balanced_acc", [mid], [lo], mseeds),
             note="balanced token accuracy, MNIST zoo",
-            unmet=u,
+            unmet=um,
             looks=mlk,
         ),
-    }, checks
+    }, checks + mchecks

@@ -15,14 +15,13 @@ on the mask ratio or unit (tested).
 from __future__ import annotations
 
 import time
-from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ... import data as datasets
-from ... import metrics, models, parts, result_keys
+from ... import metrics, models, result_keys
 from ... import zoo as shared_zoo
 from ..._validate import ParameterError
 from ...experiments import PretrainSpec, build_model, load_data, pretrain
@@ -256,7 +255,7 @@ def ink_config(S, ZM) -> dict[str, Any]:
     (:func:`maelab.zoo.fingerprint` of ``ZM``, :func:`maelab.zoo.measured`) and the measurement settings of ``S``
     (a :class:`.settings.KongRepresentationsSettings`)."""
     return {
-        "what": "ink silhouettes of the shared zoo's encoders",
+        "what": "ink silhouettes of the shared zoo's encoders, with each checkpoint's own learning check",
         "zoo": shared_zoo.fingerprint(ZM),
         **S.pick("ink", "n_attention", "n_token_images", "token_threshold"),
     }
@@ -265,38 +264,14 @@ def ink_config(S, ZM) -> dict[str, Any]:
 def measure_ink(S, ZS, ZM, *, device: str = "cpu", caps: DryRunLimits | None = None) -> dict[str, Any]:
     """The ink-silhouette rows of the shared zoo's unit-1 encoders and their random inits, every seed of ``ZM``
     (:func:`~maelab.papers.kong2023.representations.ink_silhouette_row`: [CLS] attention on a digit's ink and the
-    per-token ink probe); returns ``{"marks": DataFrame}`` (``model``, ``seed``, the row's keys), one part per seed
-    (:func:`maelab.parts.concat_frames`).
+    per-token ink probe); returns ``{"marks": DataFrame}`` (``model``, ``seed``, the row's keys and each trained
+    model's own learning check), one part per seed: :func:`maelab.zoo.measure_checkpoints`.
 
     ``ZS``: the shared zoo's :class:`maelab.zoo.ZooSettings`; ``ZM``: its measured part (:func:`maelab.zoo.measured`),
     whose checkpoints are loaded, or re-trained where missing (:func:`maelab.zoo.trained_model`)."""
-    tr, te = shared_zoo.data(ZS, device)
 
-    def one_seed(s: int) -> dict:
-        encoders = [
-            (
-                shared_zoo.label(r, 1),
-                shared_zoo.trained_model(ZM, r, 1, s, device, train_data=tr, test_data=te, caps=caps),
-            )
-            for r in ZS.mask_ratios
-        ] + [("random init", shared_zoo.random_init(ZS, s, device))]
-        out = []
-        for name, model in encoders:
-            row = rp.ink_silhouette_row(
-                model,
-                tr.images,
-                te.images,
-                ink=S.ink,
-                n_attention=S.n_attention,
-                n_token_images=S.n_token_images,
-                token_threshold=S.token_threshold,
-                seed=s,
-                caps=caps,
-            )
-            out.append({"model": name, "seed": s, **row})
-        return {"marks": pd.DataFrame(out)}
+    def row(model, ratio, seed: int, tr, te) -> dict:
+        kw = S.pick("ink", "n_attention", "n_token_images", "token_threshold")
+        return rp.ink_silhouette_row(model, tr.images, te.images, **kw, seed=seed, caps=caps)
 
-    def pool(c: dict) -> None:  # a seed not stored: its unit-1 models to the pre-training pool (a lent GPU)
-        prefetch([shared_zoo.spec(ZM, r, 1, c["seed"]) for r in ZS.mask_ratios], device=str(device), caps=caps)
-
-    return parts.concat_frames([(f"s{s}", {"seed": int(s)}, partial(one_seed, int(s))) for s in ZM.seeds], pool)
+    return shared_zoo.measure_checkpoints(ZM, "marks", row, device, caps=caps, with_random=True)

@@ -3,7 +3,8 @@ page's geometry measurements (:func:`maelab.papers.synthesis.geometry.geometry_r
 
 Every row is gated by the pretext task, never by the quantity it measures: each model the row compares must pass
 the reconstruction check of the Kong page (its masked-patch test loss at most ``1 - loss_margin`` times the better
-of random init and the patch-mean predictor, every seed; :func:`maelab.zoo.reconstruction_checks`). Series rows
+of random init and the patch-mean predictor, every seed; :func:`maelab.zoo.reconstruction_checks`; for the rows
+measured on the checkpoints, the check of the checkpoint measured). Series rows
 (``Monotone``) take the per-seed values at each ratio (unit 1), kept per seed so each step is tested on the per-seed
 differences (the zoo's runs are paired by seed), paired rows the per-seed differences; every row carries the zoo's
 looks at its seeds (:func:`maelab.zoo.looks`)."""
@@ -18,6 +19,7 @@ from scipy import stats
 from ..._validate import ParameterError
 from ...claims import Evidence, ReconstructionCheck, unmet_of
 from ...zoo import looks, reconstruction_checks
+from ..kong2023.evidence import checkpoint_checks
 
 __all__ = ["per_seed", "synthesis_rows"]
 
@@ -49,7 +51,9 @@ def synthesis_rows(
     """Every row of the synthesis page and the checks that gate them (see the module docstring and
     :mod:`maelab.papers.synthesis.claims` for what each row says). The rows of the zoo records read ``seeds``;
     the ``geometry`` rows read ``geometry_seeds`` (default ``seeds``: the seeds whose checkpoints were measured,
-    :func:`maelab.zoo.measured`), each at the zoo's looks at its own seeds."""
+    :func:`maelab.zoo.measured`), each at the zoo's looks at its own seeds, and are gated by the checks of the
+    checkpoints measured (``geometry``'s own loss columns, :func:`maelab.papers.kong2023.evidence.checkpoint_checks`),
+    the others by the entry records' checks. Returns (rows, entry checks + checkpoint checks)."""
     ratios = [float(r) for r in mask_ratios]
     ratio_models = [f"r{r:g} u1" for r in ratios]
     unit_models = [f"r{unit_ratio:g} u{u}" for u in units]
@@ -94,12 +98,16 @@ def synthesis_rows(
         ),
     }
     if geometry is not None:
+        gseeds = seeds if geometry_seeds is None else list(geometry_seeds)
+        gchecks = checkpoint_checks(geometry, ratio_models, gseeds, loss_margin)
         for cid, col, what in (
             ("synth.jacobian_spread_ratio", "jac_spread", "pixels, common masks"),
             ("synth.attention_distance_ratio", "attn_distance", "tokens, last layer"),
         ):
-            gseeds = seeds if geometry_seeds is None else list(geometry_seeds)
             y = per_seed(geometry, col, ratio_models, gseeds)
             gnote = f"{what}, {len(gseeds)} seeds, unit 1"
-            rows[cid] = Evidence.from_series(ratios, y, note=gnote, unmet=u_ratio, paired=True, looks=looks(gseeds))
+            rows[cid] = Evidence.from_series(
+                ratios, y, note=gnote, unmet=unmet_of(*gchecks), paired=True, looks=looks(gseeds)
+            )
+        checks = checks + gchecks
     return rows, checks

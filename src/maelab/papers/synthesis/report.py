@@ -11,13 +11,11 @@ from the records.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
-from ... import parts, zoo
+from ... import zoo
 from ..._validate import ParameterError
 from ...options import DryRunLimits
-from ...prefetch import prefetch
 from ..kong2023.evidence import series_stats
 from .geometry import geometry_row
 from .settings import SynthesisSettings
@@ -58,7 +56,7 @@ def geometry_config(S: SynthesisSettings) -> dict[str, Any]:
     configs, :func:`maelab.zoo.fingerprint` of :func:`maelab.zoo.measured`) and the measurement's settings."""
     S = _settings(S)
     return {
-        "what": "Jacobian spread and attention distance of the zoo's models",
+        "what": "Jacobian spread and attention distance of the zoo's models, with each checkpoint's own check",
         "zoo": zoo.fingerprint(zoo.measured(S)),
         **S.pick("eval_ratio", "n_jac_images", "n_jac_pixels", "n_attn_images"),
     }
@@ -67,29 +65,15 @@ def geometry_config(S: SynthesisSettings) -> dict[str, Any]:
 def measure_geometry(S: SynthesisSettings, device: str = "cpu", *, caps: DryRunLimits | None = None) -> dict:
     """``{"geometry": DataFrame}``, one row per model and measured seed: every ratio at masking unit 1 and the
     random init, each measured by :func:`~maelab.papers.synthesis.geometry.geometry_row` on the zoo's test images
-    with the seed's masks, one part per seed (:func:`maelab.parts.concat_frames`). Reads the checkpoints (trained
-    once where missing, :func:`maelab.zoo.trained_model`)."""
-    import pandas as pd
+    with the seed's masks, with each trained model's own learning check, one part per seed
+    (:func:`maelab.zoo.measure_checkpoints`; the checkpoints are trained once where missing)."""
 
     S = _settings(S)
-    SM = zoo.measured(S)
-    tr, te = zoo.data(S, device)
 
-    def one_seed(s: int) -> dict:
-        models = [
-            (zoo.label(r, 1), zoo.trained_model(SM, r, 1, s, device, train_data=tr, test_data=te, caps=caps))
-            for r in S.mask_ratios
-        ] + [("random init", zoo.random_init(S, s, device))]
-        rows = [
-            {"model": name, "seed": s, **geometry_row(model, te.images.cpu(), S, seed=s, caps=caps)}
-            for name, model in models
-        ]
-        return {"geometry": pd.DataFrame(rows)}
+    def row(model, ratio, seed: int, tr, te) -> dict:
+        return geometry_row(model, te.images.cpu(), S, seed=seed, caps=caps)
 
-    def pool(c: dict) -> None:  # a seed not stored: its unit-1 models to the pre-training pool (a lent GPU)
-        prefetch([zoo.spec(SM, r, 1, c["seed"]) for r in S.mask_ratios], device=str(device), caps=caps)
-
-    return parts.concat_frames([(f"s{s}", {"seed": int(s)}, partial(one_seed, int(s))) for s in SM.seeds], pool)
+    return zoo.measure_checkpoints(zoo.measured(S), "geometry", row, device, caps=caps, with_random=True)
 
 
 def encoder_table(entries, S: SynthesisSettings):
