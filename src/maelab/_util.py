@@ -56,17 +56,29 @@ def blas_limit(threads: int | None):
     return threadpool_limits(limits=threads, user_api="blas")
 
 
+def cpu_model() -> str:
+    """The processor's model name (``/proc/cpuinfo``), else what :mod:`platform` knows (often just the machine)."""
+    import platform
+    from pathlib import Path
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def device_name(device) -> str:
+    """A device in words for a record's provenance: the GPU's name, or ``cpu (<processor model>, <n> cores, <t>
+    threads)``. The processor matters: another CPU rounds differently, and training amplifies it."""
     import torch
 
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    import platform
-
-    return (
-        f"cpu ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} threads)"
-    )
+    return f"cpu ({cpu_model()}, {os.cpu_count()} cores, {torch.get_num_threads()} threads)"
 
 
 def progress_enabled(progress: bool | None = None) -> bool:

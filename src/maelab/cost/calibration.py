@@ -14,7 +14,6 @@ import dataclasses
 import functools
 import json
 import os
-import platform
 import re
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from typing import Any
 import torch
 
 from .. import paths
+from .._util import cpu_model
 from .._validate import positive_int
 from .counting import eval_flops, step_flops
 from .devices import Device
@@ -114,15 +114,7 @@ class CpuCalibration:
 
 def cpu_key() -> str:
     """Calibration cache key: CPU model name, logical cores, torch version, torch threads."""
-    name = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{name} | {os.cpu_count()} cores | torch {torch.__version__} | {torch.get_num_threads()} threads"
+    return f"{cpu_model()} | {os.cpu_count()} cores | torch {torch.__version__} | {torch.get_num_threads()} threads"
 
 
 def calibration_path(key: str | None = None) -> Path:
