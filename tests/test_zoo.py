@@ -79,6 +79,14 @@ def test_smoke_zoo_round_trip(tmp_path):
         assert np.isfinite(e[col]).all(), col
     ex = read["examples"][("r0.75 u2", 0)]
     assert ex["examples_pred"].shape == ex["examples_pasted"].shape == (zoo.N_EXAMPLES, 3, 32, 32)
+    # a page's measurement of the same checkpoints on the same machine stores each model's own check: equal to the
+    # entry's (same checkpoint, test images and masks); the random-init row has none
+    m = zoo.measure_checkpoints(S, "t", lambda model, r, s, tr, te: {"r": r}, "cpu", with_random=True)["t"]
+    m = m.set_index("model")
+    for col in ("loss", "reference_loss", "patch_mean_loss"):
+        for name in ("r0.1 u1", "r0.75 u1", "r0.9 u1"):
+            assert m.loc[name, col] == pytest.approx(e.loc[name, col], rel=1e-5), (name, col)
+        assert np.isnan(m.loc["random init", col])
     # a setting the records depend on changed: every record is missing, never silently reused
     other = zoo.ZooSettings.for_profile("smoke", seeds=[0], mask_ratios=[0.1, 0.75, 0.9], units=[1, 2], n_score=16)
     assert len(zoo.load_entries(other, "smoke", root=tmp_path)["missing"]) == 6
