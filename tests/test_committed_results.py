@@ -30,7 +30,7 @@ def test_committed_record_hashes_to_its_key_and_loads(path):
         return
     if notebook == zoo.NOTEBOOK:  # the shared zoo: no notebook; its record is the one today's zoo settings name
         S = zoo.ZooSettings.for_profile(profile)
-        keys = dict(zoo._job_key(S, j) for j in zoo._jobs(S))
+        keys = dict(zoo.entries._job_key(S, j) for j in zoo.entries._jobs(S))
         assert store._canonical(keys[name]) == prov["config"], f"zoo/{name}: today's {profile} zoo settings differ"
         return
     assert prov["config"]["profile"] == profile

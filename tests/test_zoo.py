@@ -20,9 +20,9 @@ def test_grid_names_and_specs():
     assert dict(s4.model_overrides)["mask_unit"] == 4 and dict(s4.model_overrides)["norm_pix_loss"] is True
     assert (s1.dataset, s1.img_size, s1.channels, s1.mask_ratio) == ("mnist", 32, 1, 0.75)
     assert S.grid_side == 8
-    jobs = list(zoo._jobs(S))
+    jobs = list(zoo.entries._jobs(S))
     assert len(jobs) == 6 * (1 + 7) + 1 and jobs[-1][0] == "raw"  # six seeds
-    names = [zoo._job_key(S, j)[0] for j in jobs]
+    names = [zoo.entries._job_key(S, j)[0] for j in jobs]
     assert len(set(names)) == len(names)
     with pytest.raises(ParameterError, match=r"^ratio, unit must be a pair of the zoo"):
         zoo.spec(S, 0.5, 2, 0)
@@ -138,6 +138,19 @@ def test_reconstruction_checks_against_the_better_reference():
         zoo.reconstruction_checks(_entries().drop(columns="patch_mean_loss"))
     with pytest.raises(ParameterError, match="^entries must be rows of at least one trained model"):
         zoo.reconstruction_checks(_entries().query("model == @zoo.RANDOM_INIT"))
+
+
+def test_checkpoint_checks_read_the_named_models_and_seeds_in_the_given_order():
+    t = _entries(0.96)  # r0.9 u1 fails in seed 0 only
+    checks = zoo.checkpoint_checks(t, ["r0.9 u1", "r0.1 u1"], [1])  # the order given; seed 0 left out
+    assert [c.what for c in checks] == [
+        f"MAE {m}, masked-patch test loss, its checkpoint measured here" for m in ("r0.9 u1", "r0.1 u1")
+    ]
+    assert [c.runs for c in checks] == [("seed 1",)] * 2 and all(c.met for c in checks)
+    assert [c.met for c in zoo.checkpoint_checks(t, ["r0.1 u1", "r0.9 u1"], [0, 1])] == [True, False]
+    assert zoo.checkpoint_checks(t, ["r0.9 u1"], [0, 1], 0.02)[0].met  # the margin is passed on: 0.96 <= 0.98
+    with pytest.raises(ParameterError, match="^table must be a table with columns"):
+        zoo.checkpoint_checks(t.drop(columns="loss"), ["r0.1 u1"], [0])
 
 
 def test_looks_counts_the_second_analysis_once_seeds_go_beyond_the_first():

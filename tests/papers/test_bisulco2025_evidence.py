@@ -253,6 +253,9 @@ def test_nonlinear_pairs_per_seed_with_several_seeds():
     p = out["bisulco.jac_mae_spread_vs_p"]  # patch 8 only: per-seed means 8 and 9
     assert p.y == approx((8.5,)) and p.y_err == approx((0.5,)) and p.y_n == (2,)
     assert p.note == "m = 0.8; s.e. over seeds"
+    assert p.looks == out["bisulco.jac_mae_ae_most_local"].looks == 1  # the default: a first analysis
+    again = ev.nonlinear_spread_evidence(by_m, {8: by_m[0.8]}, ae, checks, 0.8, 8, looks=2)
+    assert {e.looks for e in again.values()} == {2}  # the settings' nonlinear_looks reaches both rows
 
 
 def _zoo_spreads(loss_r05_seed1=0.3):

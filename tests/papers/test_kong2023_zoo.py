@@ -55,9 +55,9 @@ def test_the_reconstruction_page_reads_the_shared_zoo(profile):
     """kong_reconstruction's settings name the same zoo records as maelab.zoo's own settings, in every profile."""
     a = profiles.settings("kong_reconstruction", profile)
     b = core_zoo.ZooSettings.for_profile(profile)
-    jobs = list(core_zoo._jobs(b))
-    assert list(core_zoo._jobs(a)) == jobs
-    assert [core_zoo._job_key(a, j) for j in jobs] == [core_zoo._job_key(b, j) for j in jobs]
+    jobs = list(core_zoo.entries._jobs(b))
+    assert list(core_zoo.entries._jobs(a)) == jobs
+    assert [core_zoo.entries._job_key(a, j) for j in jobs] == [core_zoo.entries._job_key(b, j) for j in jobs]
 
 
 def test_random_init_is_the_start_of_every_entry_of_its_seed():

@@ -252,7 +252,8 @@ CLAIMS: list[Claim] = [
         criterion=Monotone("increasing"),
         notebook="bisulco_jacobians",
         kind="trained",
-        measure="half-mass radius (px) of the masked-pixel Jacobian; mean ± s.e. over test images; p = 4, 8, 16",
+        measure="half-mass radius (px) of the masked-pixel Jacobian; per training seed the mean over test images; "
+        "mean ± s.e. over seeds (over test images where one seed); p = 4, 8, 16",
     ),
     Claim(
         id="bisulco.jac_mae_ae_most_local",
@@ -264,8 +265,8 @@ CLAIMS: list[Claim] = [
         criterion=Above(0.0),
         notebook="bisulco_jacobians",
         kind="trained",
-        measure="per-image [half-mass radius of the most local MAE − that of the AE] (px), same test images; mean ± "
-        "s.e.",
+        measure="[half-mass radius of the most local MAE − that of the AE] (px) per training seed, each the mean over "
+        "the same test images (per test image where one seed); mean ± s.e.",
     ),
     # ---- bisulco_sweeps ----
     Claim(

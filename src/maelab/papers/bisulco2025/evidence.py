@@ -21,7 +21,6 @@ single sample the pages draw no error bar, so :func:`mean_se` gives a standard e
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -357,9 +356,12 @@ def most_local_mask_ratio(by_m: Mapping) -> float:
     return min(claim_mask_ratios(by_m), key=lambda m: seed_summary(by_m[m])[0])
 
 
-def nonlinear_spread_evidence(by_m: Mapping, by_p: Mapping, ae: Mapping, checks: Mapping, m0: float, p0: int):
+def nonlinear_spread_evidence(
+    by_m: Mapping, by_p: Mapping, ae: Mapping, checks: Mapping, m0: float, p0: int, *, looks: int = 1
+):
     """The rows of the page's own nonlinear models (results as for :func:`reconstruction_checks`, ``checks`` its
-    return value; the mask-ratio row is decided on the shared zoo, :func:`zoo_spread_evidence`):
+    return value; the mask-ratio row is decided on the shared zoo, :func:`zoo_spread_evidence`), each carrying
+    ``looks`` (the analyses these rows have had at the profile, the settings' ``nonlinear_looks``):
 
     * ``bisulco.jac_mae_spread_vs_p``: the half-mass radius of masked-pixel Jacobians against the patch size (mask
       ratio ``m0``), mean ± s.e. and ``y_n`` of :func:`seed_summary`; gated on the reconstruction check of every
@@ -384,11 +386,13 @@ def nonlinear_spread_evidence(by_m: Mapping, by_p: Mapping, ae: Mapping, checks:
             y_n=tuple(n for _, _, n in ys),
             note=f"m = {m0}; s.e. over {over}",
             unmet=unmet_of(*[checks["by_p"][p] for p in ps]),
+            looks=looks,
         ),
         "bisulco.jac_mae_ae_most_local": Evidence.from_samples(
             diff,
             note=f"most local MAE: m = {m_loc}; paired over {'test images' if len(seeds) == 1 else 'seeds'}",
             unmet=unmet_of(checks["ae"], checks["by_m"][m_loc]),
+            looks=looks,
         ),
     }
 
@@ -404,7 +408,7 @@ def zoo_spread_evidence(
     not over images of one run; the per-seed series are kept (the zoo's runs are paired by seed), so each step is
     tested on the per-seed differences, at the zoo's looks (:func:`maelab.zoo.looks`).
 
-    Gate: the learning check of every model whose Jacobians were measured (:func:`maelab.zoo.reconstruction_checks`
+    Gate: the learning check of every model whose Jacobians were measured (:func:`maelab.zoo.checkpoint_checks`
     of ``spreads``' own ``loss``, ``reference_loss`` and ``patch_mean_loss``, measured on that checkpoint by
     :func:`maelab.zoo.measure_checkpoints`, with ``margin``) -- the pretext task, not the Jacobian the row measures.
     Returns (evidence, checks)."""
@@ -417,12 +421,7 @@ def zoo_spread_evidence(
     y = t.pivot(index="seed", columns="model", values="spread").reindex(index=seeds, columns=labels)
     if y.isna().to_numpy().any():
         raise ParameterError("spreads", f"a spread for every model {labels} and seed {seeds}", "missing values")
-    checks = tuple(
-        dataclasses.replace(c, what=c.what + ", its checkpoint measured here")
-        for c in zoo.reconstruction_checks(
-            t.sort_values("model", key=lambda m: m.map(labels.index), kind="stable"), margin
-        )
-    )
+    checks = zoo.checkpoint_checks(t, labels, seeds, margin)
     n_img = sorted({int(n) for n in t.n_images})
     note = f"zoo, unit 1, each model at its training ratio; per seed the mean over {'/'.join(map(str, n_img))} test "
     note += f"images; s.e. over {len(seeds)} seeds"

@@ -26,14 +26,13 @@ of every seed of ``kong_representations`` (concatenated over seeds, random-init 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ..._validate import ParameterError, one_of
 from ...claims import Evidence, LearnedCheck, ReconstructionCheck, unmet_of
-from ...zoo import looks, reconstruction_checks
+from ...zoo import checkpoint_checks, looks, reconstruction_checks
 from . import theory as th
 from . import zoo
 from .representations import LOW_LEVEL_CONTINUOUS
@@ -58,7 +57,6 @@ __all__ = [
     "token_gap",
     "representation_rows",
     "zoo_representation_rows",
-    "checkpoint_checks",
 ]
 
 RANDOM_INIT = "random init"  # the model name of the random-init rows of the trained-model pages
@@ -361,21 +359,6 @@ def representation_rows(rows, settings) -> tuple[dict[str, Evidence], tuple[Reco
 
 
 # ------------------------------------------------------------------- kong_representations on the shared zoo
-def checkpoint_checks(table, models: Sequence[str], seeds: Sequence[int], margin: float):
-    """The learning checks of the shared zoo's ``models`` at ``seeds`` as measured on the checkpoints a page reads
-    (``table``: a frame of :func:`maelab.zoo.measure_checkpoints`, with each trained model's ``loss``,
-    ``reference_loss`` and ``patch_mean_loss``): :func:`maelab.zoo.reconstruction_checks` in the order of ``models``,
-    each named "..., its checkpoint measured here". The gate of the rows read from ``table``: a re-made checkpoint is
-    not the model of the zoo's entry record, so that record's check does not vouch for it."""
-    _need(table, ["model", "seed"], "table")
-    order = list(models)
-    t = table[table.model.isin(order) & table.seed.isin(list(seeds))]
-    t = t.sort_values("model", key=lambda m: m.map(order.index), kind="stable")
-    return tuple(
-        dataclasses.replace(c, what=c.what + ", its checkpoint measured here") for c in reconstruction_checks(t, margin)
-    )
-
-
 def zoo_representation_rows(
     entries,
     marks,
@@ -400,9 +383,9 @@ def zoo_representation_rows(
     ``token_balanced_acc`` (:func:`.representations.ink_silhouette_row`) and each trained model's own check
     (:func:`maelab.zoo.measure_checkpoints`). The probe rows read ``seeds`` and are gated by the entry records'
     checks; the ``marks`` rows read ``mark_seeds`` (default ``seeds``: the seeds whose checkpoints were measured,
-    :func:`maelab.zoo.measured`) and are gated by the checks of the checkpoints measured (:func:`checkpoint_checks`).
-    Each row carries the zoo's looks at its seeds (:func:`maelab.zoo.looks`). Returns (rows, entry checks +
-    checkpoint checks)."""
+    :func:`maelab.zoo.measured`) and are gated by the checks of the checkpoints measured
+    (:func:`maelab.zoo.checkpoint_checks`). Each row carries the zoo's looks at its seeds (:func:`maelab.zoo.looks`).
+    Returns (rows, entry checks + checkpoint checks)."""
     lab = [f"r{r:g} u1" for r in (min(mask_ratios), unit_ratio, max(mask_ratios))]
     lo, mid, hi = lab
     seeds = list(seeds)

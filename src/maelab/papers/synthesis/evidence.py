@@ -18,8 +18,7 @@ from scipy import stats
 
 from ..._validate import ParameterError
 from ...claims import Evidence, ReconstructionCheck, unmet_of
-from ...zoo import looks, reconstruction_checks
-from ..kong2023.evidence import checkpoint_checks
+from ...zoo import checkpoint_checks, looks, reconstruction_checks
 
 __all__ = ["per_seed", "synthesis_rows"]
 
@@ -52,7 +51,7 @@ def synthesis_rows(
     :mod:`maelab.papers.synthesis.claims` for what each row says). The rows of the zoo records read ``seeds``;
     the ``geometry`` rows read ``geometry_seeds`` (default ``seeds``: the seeds whose checkpoints were measured,
     :func:`maelab.zoo.measured`), each at the zoo's looks at its own seeds, and are gated by the checks of the
-    checkpoints measured (``geometry``'s own loss columns, :func:`maelab.papers.kong2023.evidence.checkpoint_checks`),
+    checkpoints measured (``geometry``'s own loss columns, :func:`maelab.zoo.checkpoint_checks`),
     the others by the entry records' checks. Returns (rows, entry checks + checkpoint checks)."""
     ratios = [float(r) for r in mask_ratios]
     ratio_models = [f"r{r:g} u1" for r in ratios]

@@ -1,0 +1,31 @@
+"""``python -m maelab.zoo run|status``: compute the whole grid one record at a time, or list what is stored."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from ..options import RunOptions
+from ..profiles import PROFILE_NAMES
+from .entries import _jobs, _run, load_entries
+from .grid import ZooSettings
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m maelab.zoo", description="Compute or list the shared zoo.")
+    ap.add_argument("command", choices=("run", "status"))
+    ap.add_argument("--profile", choices=PROFILE_NAMES, default="cpu")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--recompute", action="store_true")
+    a = ap.parse_args(argv)
+    options = RunOptions(profile=a.profile, device=a.device, recompute=a.recompute)
+    S = ZooSettings.for_profile(a.profile)
+    if a.command == "status":
+        got = load_entries(S, a.profile)
+        print(f"{len(got['entries'])} entries stored; missing: {', '.join(got['missing']) or 'none'}")
+        return 0
+    for job in _jobs(S):
+        t = time.time()
+        r = _run(job, S, options)
+        print(f"[zoo] {r.name}: {'stored' if r.from_store else 'computed'} ({time.time() - t:.0f} s)", flush=True)
+    return 0
