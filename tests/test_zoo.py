@@ -66,6 +66,9 @@ def test_smoke_zoo_round_trip(tmp_path):
     assert zoo.pending_specs(S, options) == [] and len(zoo.pending_specs(S, options.replace(recompute=True))) == 4
     again = zoo.compute(S, options)
     assert all(r.from_store for r in again.values())  # stored: read, not recomputed
+    # a page run with --recompute recomputes its own results, not the shared zoo; the zoo's own flag does
+    assert all(r.from_store for r in zoo.compute(S, options.replace(recompute=True)).values())
+    assert not any(r.from_store for r in zoo.compute(S, options, recompute=True).values())
     read = zoo.load_entries(S, "smoke", root=tmp_path)
     assert read["missing"] == ["raw_pixels"] and read["raw_pixels"] is None
     e = read["entries"].set_index("model")

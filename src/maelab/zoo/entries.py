@@ -168,13 +168,18 @@ def pending_specs(S: ZooSettings, options: RunOptions) -> list[PretrainSpec]:
     return [spec(S, j[2], j[3], j[1]) for j, _ in _pending(S, [j for j in _jobs(S) if j[0] == "entry"], options)]
 
 
-def compute(S: ZooSettings, options: RunOptions, *, raw_pixels: bool = False):
+def compute(S: ZooSettings, options: RunOptions, *, raw_pixels: bool = False, recompute: bool = False):
     """Every entry of the zoo (and its random-init baselines; the raw-pixel probe with ``raw_pixels``), each
     loaded from the store or computed and stored, in the run ``options`` make (a page passes ``ctx.options``:
-    profile, device, recompute, results root, dry-run caps): ``{store name: maelab.store.Result}`` in ``_jobs``
-    order. What a page calls before it reads the zoo (:func:`load_entries`, with ``root=ctx.root``); with
-    ``train_workers`` >= 2 a pool first computes the pending records whole (:func:`maelab.prefetch.compute_records`)."""
-    options = _options(options)
+    profile, device, results root, dry-run caps): ``{store name: maelab.store.Result}`` in ``_jobs`` order. What a
+    page calls before it reads the zoo (:func:`load_entries`, with ``root=ctx.root``); with ``train_workers`` >= 2 a
+    pool first computes the pending records whole (:func:`maelab.prefetch.compute_records`).
+
+    ``options.recompute`` is not passed on: a page run with ``--recompute`` recomputes that page's results, not the
+    shared zoo that every other page reads too (on 2 CPU cores its 48 records are hours of training, and a zoo
+    re-made on another processor is another set of models). ``recompute=True`` recomputes it; so does
+    ``python -m maelab.zoo run --recompute``."""
+    options = _options(options).replace(recompute=bool(recompute))
     if options.train_workers > 1:  # on a lent GPU a pool computes the pending entries whole (recompute: trains)
         dev, kw = str(resolve_device(options.device)), dict(caps=options.caps, workers=options.train_workers)
         jobs = [] if options.recompute else _pending(S, [j for j in _jobs(S) if j[0] != "raw" or raw_pixels], options)
