@@ -519,12 +519,13 @@ def test_jacobians_reproduces_its_committed_claims():
     zoo_row, _ = ev.zoo_spread_evidence(_load(nb, "zoo_jacobians")["spreads"], ZS.mask_ratios, ZM.seeds)
     got = {
         **ev.linear_spread_evidence(nat, S),
-        **ev.nonlinear_spread_evidence(by_m, by_p, ae, checks, M0, P0),
+        **ev.nonlinear_spread_evidence(by_m, by_p, ae, checks, M0, P0, looks=S.nonlinear_looks),
         "bisulco.jac_mae_spread_vs_m": zoo_row,
     }
     y_n = _same(got, nb)
     assert y_n["bisulco.jac_linear_spread_vs_m"] == (len(S.lin_seeds),) * len(S.lin_mask_ratios)
-    assert y_n["bisulco.jac_mae_spread_vs_p"] == (S.n_images,) * len(by_p)  # one training seed: over test images
+    assert y_n["bisulco.jac_mae_spread_vs_p"] == (len(S.seeds),) * len(by_p)  # over training seeds
+    assert len(got["bisulco.jac_mae_ae_most_local"].samples) == len(S.seeds) > 1  # one difference per seed
     assert y_n["bisulco.jac_mae_spread_vs_m"] == (len(ZM.seeds),) * len(ZS.mask_ratios)  # the zoo: over seeds
 
 

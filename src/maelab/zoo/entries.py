@@ -195,8 +195,8 @@ def compute(S: ZooSettings, options: RunOptions, *, raw_pixels: bool = False, re
 
 def load_entries(S: ZooSettings, profile: str, root=None) -> dict[str, Any]:
     """The stored zoo as read by the pages, computing nothing that is missing: ``{"entries": DataFrame (one row per
-    trained and random-init entry, ``model`` = :func:`label` or :data:`RANDOM_INIT`, its scalar measurements),
-    "raw_pixels": dict | None, "missing": [names], "examples": {(model, seed): {"examples_pred": array,
+    trained and random-init entry, ``model`` = :func:`label` or :data:`~maelab.zoo.grid.RANDOM_INIT`, its scalar
+    measurements), "raw_pixels": dict | None, "missing": [names], "examples": {(model, seed): {"examples_pred": array,
     "examples_pasted": array}}}``. A record whose config differs from ``S``'s counts as missing."""
     import pandas as pd
 

@@ -27,16 +27,16 @@ NOTEBOOK = "zoo"  # the store folder of the zoo's records (data/results/zoo)
 GREY = ("mnist", "fashion_mnist", "mnist10k")
 POOLS = ("cls", "mean")
 N_EXAMPLES = 8  # test images whose reconstructions every entry stores (the pages' example figures)
-#: The ``model`` of the random-init rows of :func:`load_entries`.
+#: The ``model`` of the random-init rows of :func:`~maelab.zoo.load_entries`.
 RANDOM_INIT = "random init"
 
-#: The margin of the zoo's learning check (:func:`reconstruction_checks`): a model has learned its pretext task when
-#: its masked-patch test loss is at most ``1 - LOSS_MARGIN`` times the better of two trivial references. 5 %:
-#: ``kong_reconstruction``'s stated margin, fixed before the zoo was trained (its ``loss_margin`` setting, and the
-#: synthesis page's, hold the same value); a page without a setting of its own reads this one.
+#: The margin of the zoo's learning check (:func:`~maelab.zoo.reconstruction_checks`): a model has learned its
+#: pretext task when its masked-patch test loss is at most ``1 - LOSS_MARGIN`` times the better of two trivial
+#: references. 5 %: ``kong_reconstruction``'s stated margin, fixed before the zoo was trained (its ``loss_margin``
+#: setting, and the synthesis page's, hold the same value); a page without a setting of its own reads this one.
 LOSS_MARGIN = 0.05
 
-#: The seeds of the zoo's first analysis (see "Two looks" above).
+#: The seeds of the zoo's first analysis (see "Two looks" in :mod:`maelab.zoo`).
 FIRST_LOOK_SEEDS = (0, 1, 2)
 
 
@@ -163,9 +163,9 @@ def measured(S: ZooSettings) -> ZooSettings:
 
 def looks(seeds) -> int:
     """The analyses that the zoo runs of ``seeds`` (e.g. ``S.seeds``) have had: 1 where every seed lies within
-    :data:`FIRST_LOOK_SEEDS`, else 2 (the second look, after seeds were added to a first analysis). What a zoo
-    evidence builder passes as its evidence's ``looks`` (:class:`maelab.claims.Evidence`), so the policy tests the
-    row at ALPHA / looks."""
+    :data:`~maelab.zoo.grid.FIRST_LOOK_SEEDS`, else 2 (the second look, after seeds were added to a first
+    analysis). What a zoo evidence builder passes as its evidence's ``looks`` (:class:`maelab.claims.Evidence`), so
+    the policy tests the row at ALPHA / looks."""
     try:
         got = {int(s) for s in seeds}
     except (TypeError, ValueError):

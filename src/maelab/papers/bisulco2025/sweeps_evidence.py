@@ -64,7 +64,7 @@ def pretext_check(trained: Any, what: str) -> ReconstructionCheck:
     """:class:`maelab.claims.ReconstructionCheck` of one trained configuration, seed by seed: its masked-patch test
     loss (``pretext_loss``) against the better of its random init's (``random_init_loss``) and the patch-mean
     predictor's (``patch_mean_loss``), under the same masks (:func:`maelab.papers.bisulco2025.sweeps.run_cell`); met
-    when at most ``1 -`` :data:`maelab.zoo.LOSS_MARGIN` of it in every seed. ``trained``: its runs (one row per
+    when at most ``1 -`` :data:`maelab.zoo.grid.LOSS_MARGIN` of it in every seed. ``trained``: its runs (one row per
     seed)."""
     t = _table(trained, ("seed", "pretext_loss", "random_init_loss", "patch_mean_loss"), "trained").sort_values("seed")
     return ReconstructionCheck(
