@@ -154,6 +154,8 @@ def test_checkpoint_checks_read_the_named_models_and_seeds_in_the_given_order():
     assert zoo.checkpoint_checks(t, ["r0.9 u1"], [0, 1], 0.02)[0].met  # the margin is passed on: 0.96 <= 0.98
     with pytest.raises(ParameterError, match="^table must be a table with columns"):
         zoo.checkpoint_checks(t.drop(columns="loss"), ["r0.1 u1"], [0])
+    with pytest.raises(ParameterError, match=r"^table must be a row for every named model and seed.*r0.5 u1 seed 0"):
+        zoo.checkpoint_checks(t, ["r0.1 u1", "r0.5 u1"], [0])  # a model that was not measured is not left ungated
 
 
 def test_looks_counts_the_second_analysis_once_seeds_go_beyond_the_first():

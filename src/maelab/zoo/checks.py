@@ -95,6 +95,9 @@ def checkpoint_checks(
     _columns(table, "table")
     order, seeds = list(models), [int(s) for s in seeds]
     t = table[table.model.isin(order) & table.seed.isin(seeds)]
+    have = set(zip(t.model, t.seed.astype(int)))
+    if missing := [f"{m} seed {s}" for m in order for s in seeds if (m, s) not in have]:  # a gate never skips one
+        raise ParameterError("table", "a row for every named model and seed", "missing " + ", ".join(missing))
     t = t.sort_values("model", key=lambda m: m.map(order.index), kind="stable")
     return tuple(
         dataclasses.replace(c, what=c.what + ", its checkpoint measured here") for c in reconstruction_checks(t, margin)
