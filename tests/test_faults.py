@@ -1080,3 +1080,29 @@ def test_migrate_is_as_strict_as_loading(tmp_path, case):
     assert _one_line(failed, str(bad[0]), why)
     assert {p: p.read_bytes() for p in bad} == before
     assert store_admin.main(["migrate", str(tmp_path)]) == 1
+
+
+def test_pages_side_by_side_share_the_cores_and_the_environment_is_restored(monkeypatch, tmp_path):
+    from maelab.book import runner
+
+    seen = {}
+
+    def fake(name, options, out_dir, *, extra=None, root=None):  # what a kernel started now would inherit
+        seen[name] = {k: os.environ.get(k) for k in runner.THREAD_VARIABLES}
+        return Path(out_dir) / f"{name}.ipynb"
+
+    monkeypatch.setattr("maelab.book.runner.run_notebook", fake)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(5)), raising=False)
+    for k in runner.THREAD_VARIABLES:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")  # the caller's own setting is kept
+    plan = [(n, book.RunOptions(profile="smoke")) for n in ["a", "b", "scoreboard"]]
+    runner._execute(plan, tmp_path, None, tmp_path, jobs=2)
+    want = {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "2"}  # 5 cores // 2 jobs
+    assert seen["a"] == seen["b"] == want
+    assert seen["scoreboard"] == {"OMP_NUM_THREADS": None, "MKL_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": None}
+    runner._execute(plan, tmp_path, None, tmp_path, jobs=1)  # one at a time: nothing set
+    assert seen["a"]["OMP_NUM_THREADS"] is None
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    runner._execute(plan, tmp_path, None, tmp_path, jobs=3)
+    assert seen["a"]["OMP_NUM_THREADS"] == "1"  # never 0

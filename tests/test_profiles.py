@@ -1,6 +1,7 @@
 """The settings engine (maelab.profiles), notebook parameters and what a result's key depends on."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -60,7 +61,7 @@ def test_one_profile_record_gives_every_list_of_profiles():
 
     assert [(p.name, p.rank, p.budget_min, p.committed) for p in profiles.PROFILES] == [
         ("smoke", 2, 1, False),
-        ("cpu", 1, 30, True),
+        ("cpu", 1, 60, True),
         ("gpu", 0, 30, True),
     ]
     assert profiles.PROFILE_ORDER == ("gpu", "cpu", "smoke") and profiles.COMMITTED_PROFILES == ("gpu", "cpu")
@@ -269,3 +270,13 @@ def test_every_setting_a_notebook_reads_exists():
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "S"
         }
         assert used <= fields, f"{name}: {sorted(used - fields)}"
+
+
+def test_rerun_page_states_each_profile_s_budget():
+    """The re-run page's profile table is prose; its budget column must say the minutes each Profile is sized for."""
+    page = (Path(__file__).resolve().parents[1] / "book" / "rerun.md").read_text()
+    rows = {ln.split("|")[1].strip(" `"): ln.split("|")[3] for ln in page.splitlines() if ln.startswith("| `")}
+    assert set(rows) == set(profiles.PROFILE_NAMES)
+    for p in profiles.PROFILES:
+        if p.name != "smoke":  # "seconds"
+            assert f"≤ {p.budget_min:g} min" in rows[p.name], (p.name, rows[p.name])

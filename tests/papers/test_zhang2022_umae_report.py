@@ -58,6 +58,25 @@ def test_rank_epochs_cut_at_the_run_length():
     assert report.rank_epochs(S, "shapes") == [0, 1, 4]
 
 
+def test_recipe_text_counts_steps_and_images_by_hand():
+    # cpu: a micro ViT; 30,000 // 256 = 117 full batches x 64 epochs = 7,488 steps, x 256 = 1,916,928 images;
+    # cifar_dogcat: 1,600 // 256 = 6 x 200 = 1,200 steps, 307,200 images; 28 / 7 and 32 / 8: 4 x 4 = 16 tokens
+    text = report.recipe_text(CPU, {"fashion_mnist": "F", "mnist": "M", "cifar_dogcat": "C"})
+    assert text == (
+        "a 2-layer, 64-d ViT (micro; 1-layer, 64-d decoder), on F and M patch 7 (16 tokens) for 64 epochs of "
+        "30,000 training images (7,488 optimiser steps of batch 256, 1,916,928 images seen per run); on C patch 8 "
+        "(16 tokens) for 200 epochs of 1,600 training images (1,200 optimiser steps of batch 256, 307,200 images "
+        "seen per run)"
+    )
+    one = report.recipe_text(
+        profiles.settings("zhang_umae", "cpu", epochs=2, datasets=["mnist"], investigate_dataset="mnist"), {}
+    )
+    assert one.endswith(
+        "on mnist patch 7 (16 tokens) for 2 epochs of 30,000 training images (234 optimiser steps "
+        "of batch 256, 59,904 images seen per run)"
+    )
+
+
 def runs_table(rows):
     return pd.DataFrame(
         rows,

@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs",
         type=int,
         default=1,
-        help="notebooks executed at once, each in its own kernel (default 1; the scoreboard always runs last)",
+        help="notebooks executed at once, each in its own kernel with cores / jobs math threads unless "
+        "OMP_NUM_THREADS is set (default 1; the scoreboard always runs last)",
     )
     q = sub.add_parser("plan", help="predicted cost per notebook (H100 and this CPU; maelab.cost)")
     q.add_argument("--profile", default="gpu", choices=PROFILE_NAMES)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import paths, store
 from .._validate import ParameterError
-from ..profiles import COMMITTED_PROFILES, PROFILE_NAMES
+from ..profiles import COMMITTED_PROFILES, PROFILE_NAMES, PROFILES
 from ..result_keys import settings_key
 from .toc import LAST, notebooks_in_order
 
@@ -132,9 +132,10 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False, runs
         print(f"H100: {gpu.source}\nCPU: {cal.key}, calibrated {cal.date_utc}\n")
         print(full.to_string(index=False) + "\n")
         print(per_nb.to_string(index=False))
-    over = [nb for nb, m in zip(per_nb.notebook, per_nb["H100 min"]) if isinstance(m, float) and m > 30]
+    limit = next(p.budget_min for p in PROFILES if p.name == "gpu")
+    over = [nb for nb, m in zip(per_nb.notebook, per_nb["H100 min"]) if isinstance(m, float) and m > limit]
     if profile == "gpu" and over:
-        print(f"[plan] over the 30-min H100 budget: {', '.join(over)}", flush=True)
+        print(f"[plan] over the {limit:g}-min H100 budget: {', '.join(over)}", flush=True)
     if write:
         cpu = {"cpu": cal.key, "calibrated": cal.date_utc, "matmul GFLOP/s": round(cal.matmul_flops_per_s / 1e9, 1)}
         from ..profiles import settings as nb_settings

@@ -20,6 +20,7 @@ cell of injected parameters is). papermill and nbformat are imported only when a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -269,6 +270,29 @@ def run(
     return _execute(plan, out_dir, extra, root, jobs)
 
 
+#: the environment variables that set the math libraries' thread counts (torch's intra-op pool, OpenBLAS, MKL)
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def _kernel_threads(jobs: int):
+    """While inside, the kernels started get ``cores // jobs`` math threads (at least 1) through
+    :data:`THREAD_VARIABLES`, each variable the caller's environment does not set already; restored after. Without
+    it ``jobs`` kernels each start as many threads as there are cores and oversubscribe them: in ``make test``'s gpu
+    dry run on 2 cores, ``zhang_umae`` took 516-629 s beside another page, 129 s with one thread each. A record
+    computed this way has run on fewer threads, which may round differently from a run with ``jobs`` = 1."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    threads = str(max(1, cores // jobs))
+    saved = {k: os.environ.get(k) for k in THREAD_VARIABLES}
+    os.environ.update({k: threads for k, v in saved.items() if v is None})
+    try:
+        yield threads
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+
+
 def _execute(plan: list[tuple[str, RunOptions]], out_dir: Path, extra, root: Path, jobs: int) -> list[Path]:
     """Run the ``(name, options)`` of ``plan`` (:func:`run_notebook`); returns the executed notebooks in plan order.
 
@@ -279,14 +303,14 @@ def _execute(plan: list[tuple[str, RunOptions]], out_dir: Path, extra, root: Pat
     start and imports are one-thread work, so on the 2-core machine ``make test``'s three executions of every page
     (smoke, gpu dry run, committed book) take less wall time. A failure stops the start of further notebooks,
     lets the running ones end, and raises the failure of the first failed notebook in plan order (as a run of
-    ``jobs`` = 1 would have)."""
+    ``jobs`` = 1 would have). The kernels side by side share the cores (:func:`_kernel_threads`)."""
     if jobs == 1 or len(plan) < 2:
         return [run_notebook(name, opts, out_dir, extra=extra, root=root) for name, opts in plan]
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
     head = [p for p in plan if p[0] not in LAST]
     tail = [p for p in plan if p[0] in LAST]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with _kernel_threads(jobs), ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(run_notebook, name, opts, out_dir, extra=extra, root=root) for name, opts in head]
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
         if any(f.exception() is not None for f in done):

@@ -5,7 +5,7 @@ comparison per dataset (:func:`compare_config`, :func:`compare_run`), the raw-pi
 (:func:`raw_pixels_config`, :func:`raw_pixels`), the t-SNE of the first seed's features (:func:`tsne_config`,
 :func:`tsne`) and the investigation of lambda, the feature and the official-code choices
 (:func:`investigation`, :func:`investigate_config`, :func:`investigate_run`). The rest reads stored results and
-formats them (:func:`accuracy_table`, :func:`claim_row`, :func:`dataset_summary`, :func:`investigation_table`,
+formats them (:func:`recipe_text`, :func:`accuracy_table`, :func:`claim_row`, :func:`dataset_summary`, :func:`investigation_table`,
 :func:`legacy_text`, :func:`regime_summary`); every number in a sentence comes from the results and the settings.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from maelab import experiments, metrics, result_keys
+from maelab import experiments, metrics, models, result_keys
 from maelab._validate import ParameterError
 from maelab.options import DryRunLimits
 
@@ -59,6 +59,30 @@ def rank_epochs(S: ZhangUMAESettings, dataset: str) -> list[int]:
     run's length, with 0 and the last epoch always included."""
     last = ua.per_dataset(_settings(S), "epochs", dataset)
     return sorted({e for e in S.rank_epochs if e <= last} | {0, last})
+
+
+def recipe_text(S: ZhangUMAESettings, labels: Mapping[str, str]) -> str:
+    """The pre-training recipe of ``S`` as a phrase for the page's prose (the model, then per group of datasets
+    with the same schedule: patch, tokens, epochs, training images, optimiser steps and images seen per run; a
+    step is a full batch, the last partial batch dropped as the trainer does). ``labels``: dataset -> name."""
+    S = _settings(S)
+    m = models.SIZES[S.size] | dict(S.model_overrides)
+    groups: dict[tuple, list[str]] = {}
+    for ds in S.datasets:
+        spec = ua.base_spec(S, ds)
+        patch = dict(spec.model_overrides).get("patch_size", m["patch_size"])
+        steps = spec.epochs * (spec.n_train // S.batch_size)
+        key = (patch, (spec.img_size // patch) ** 2, spec.epochs, spec.n_train, steps)
+        groups.setdefault(key, []).append(labels.get(ds, ds))
+    parts = [
+        f"on {' and '.join(names)} patch {p} ({t} tokens) for {e} epochs of {n:,} training images ({st:,} "
+        f"optimiser steps of batch {S.batch_size}, {st * S.batch_size:,} images seen per run)"
+        for (p, t, e, n, st), names in groups.items()
+    ]
+    return (
+        f"a {m['depth']}-layer, {m['embed_dim']}-d ViT ({S.size}; {m['decoder_depth']}-layer, "
+        f"{m['decoder_embed_dim']}-d decoder), " + "; ".join(parts)
+    )
 
 
 def umae_fields(S: ZhangUMAESettings, dataset: str, lam: float, **extra: Any) -> dict[str, Any]:
