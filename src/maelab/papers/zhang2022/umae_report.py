@@ -5,8 +5,9 @@ comparison per dataset (:func:`compare_config`, :func:`compare_run`), the raw-pi
 (:func:`raw_pixels_config`, :func:`raw_pixels`), the t-SNE of the first seed's features (:func:`tsne_config`,
 :func:`tsne`) and the investigation of lambda, the feature and the official-code choices
 (:func:`investigation`, :func:`investigate_config`, :func:`investigate_run`). The rest reads stored results and
-formats them (:func:`recipe_text`, :func:`accuracy_table`, :func:`claim_row`, :func:`dataset_summary`, :func:`investigation_table`,
-:func:`legacy_text`, :func:`regime_summary`); every number in a sentence comes from the results and the settings.
+formats them (:func:`accuracy_table`, :func:`claim_row`, :func:`dataset_summary`, :func:`investigation_table`,
+:func:`legacy_text`, :func:`regime_summary`), or the settings (:func:`recipe_text`); every number in a sentence
+comes from the results and the settings.
 """
 
 from __future__ import annotations
