@@ -95,6 +95,25 @@ def test_smoke_zoo_round_trip(tmp_path):
     assert len(zoo.load_entries(other, "smoke", root=tmp_path)["missing"]) == 6
 
 
+def test_status_counts_the_stored_entries_and_their_training_hours(tmp_path, monkeypatch, capsys):
+    import pandas as pd
+
+    from maelab.zoo import cli
+
+    seen = {}
+
+    def fake(S, profile, root=None):  # two trained models (0.5 h and 1.5 h) and the random init (no training)
+        seen.update(profile=profile, root=root)
+        frame = pd.DataFrame({"model": ["r0.5 u1", "r0.9 u1", zoo.RANDOM_INIT], "train_seconds": [1800.0, 5400.0, 0.0]})
+        return {"entries": frame, "missing": ["raw_pixels"]}
+
+    monkeypatch.setattr(cli, "load_entries", fake)
+    assert cli.main(["status", "--profile", "smoke", "--results-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out == "3 entries stored (2.0 h of training in all, as each record states it); missing: raw_pixels"
+    assert seen == {"profile": "smoke", "root": str(tmp_path)}
+
+
 def test_gpu_profile_refuses_to_compute_on_a_cpu(tmp_path):
     S = zoo.ZooSettings.for_profile("gpu")
     with pytest.raises(ParameterError, match=r"^device must be a CUDA device for the gpu profile's zoo") as e:

@@ -17,12 +17,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", choices=PROFILE_NAMES, default="cpu")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--recompute", action="store_true")
+    ap.add_argument("--results-dir", default=None, help="results root (default: the profile's)")
     a = ap.parse_args(argv)
-    options = RunOptions(profile=a.profile, device=a.device, recompute=a.recompute)
+    options = RunOptions(profile=a.profile, device=a.device, recompute=a.recompute, results_root=a.results_dir)
     S = ZooSettings.for_profile(a.profile)
     if a.command == "status":
-        got = load_entries(S, a.profile)
-        print(f"{len(got['entries'])} entries stored; missing: {', '.join(got['missing']) or 'none'}")
+        got = load_entries(S, a.profile, root=a.results_dir)
+        e = got["entries"]
+        hours = float(e["train_seconds"].sum()) / 3600 if len(e) else 0.0
+        print(
+            f"{len(e)} entries stored ({hours:.1f} h of training in all, as each record states it); "
+            f"missing: {', '.join(got['missing']) or 'none'}"
+        )
         return 0
     for job in _jobs(S):
         t = time.time()
