@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 
 help:
 	@echo "make book   - set up .venv, execute every notebook (papermill), build _build/html"
-	@echo "make test   - set up .venv, ruff lint + format check, the library tests, smoke-execute every notebook, strict book build"
+	@echo "make test   - set up .venv, ruff lint + format check, the library tests, smoke-execute every notebook, gpu dry run, the committed book built strictly"
 	@echo "              PROFILE=auto|smoke|cpu|gpu (book), PYTEST_ARGS='-k store' (test)"
 
 # The virtualenv is created once and reused; it is rebuilt only when the pins change.

@@ -1,6 +1,7 @@
 """Fixtures shared by several test modules."""
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +56,18 @@ def committed_book(tmp_path_factory):
     )
     assert {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")} == mtimes, "the run wrote into data/results"
     return tmp / "executed", results, before, _files(results)
+
+
+@pytest.fixture(scope="session")
+def committed_site(committed_book) -> Path:
+    """The book as ``make book`` and the Pages workflow publish it, built strictly (Sphinx ``-W -n``: a warning or
+    a broken reference fails) from the ``committed_book`` execution; each executed notebook records the results
+    copy it ran with, which the build's staleness check reads. ``tests/test_html.py`` crawls it and
+    ``tests/test_book.py`` checks its maths and glued prose (one build for both)."""
+    executed = committed_book[0]
+    html = book.build(executed=executed, out=executed.parent / "site", strict=True)
+    assert (html / "index.html").exists()
+    return html
 
 
 def synthetic_calibration():

@@ -27,7 +27,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
-from maelab import book, paths
+from maelab import paths
 
 pytestmark = pytest.mark.book
 ROOT = paths.repo_root()
@@ -39,10 +39,7 @@ def site(request) -> Path:
     given = os.environ.get("MAELAB_TEST_BOOK_HTML")
     if given:
         return Path(given)
-    # tests/conftest.py: shared execution; each executed notebook records the results copy it ran with, which the
-    # build's staleness check reads
-    executed, _, _, _ = request.getfixturevalue("committed_book")
-    return book.build(executed=executed, out=executed.parent / "site")
+    return request.getfixturevalue("committed_site")
 
 
 @pytest.fixture(scope="session")
