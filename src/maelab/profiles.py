@@ -1,7 +1,8 @@
 """The three run profiles and the engine for every notebook's typed settings.
 
 * ``smoke``: CI. Seconds per notebook, tiny models; asserts the pipeline, not the science.
-* ``cpu``: a laptop. <= 30 min per notebook on 2 cores; meaningful trends.
+* ``cpu``: a laptop. <= 60 min per notebook on 2 cores (up to 2.5 h where claims need models that learn, computed
+  once in the background and committed); meaningful trends.
 * ``gpu``: one H100-class GPU. <= 30 min per notebook (whole book <= 4 h); closest to the papers. Each
   notebook's gpu values are sized with the cost model (:mod:`maelab.cost`, ``python -m maelab.book plan --profile
   gpu``: predicted H100 minutes), as its settings class says; ``python -m maelab.book run --profile gpu --dry-run``
