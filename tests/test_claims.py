@@ -138,7 +138,7 @@ CHANGED_ON_PURPOSE = {
     "zhang.thm36_mae_avoids_collapse",
     # issue 26: decided on the shared zoo (maelab.zoo) instead of the page's own models, error bars over seeds
     "bisulco.jac_mae_spread_vs_m",
-    # session 16: the page's own ViTs at 3 training seeds, error bars over seeds instead of test images
+    # session 16: the page's own ViTs over training seeds (3; 5 from session 17), error bars over seeds
     "bisulco.jac_mae_spread_vs_p",
     "bisulco.jac_mae_ae_most_local",
 }
