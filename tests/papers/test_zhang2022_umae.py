@@ -8,6 +8,7 @@ import torch
 from maelab import evaluate, metrics
 from maelab import experiments as E
 from maelab._validate import ParameterError
+from maelab.papers.zhang2022 import evidence as zev
 from maelab.papers.zhang2022 import umae as U
 
 
@@ -76,6 +77,35 @@ def test_compare_tables_and_uniformity_changes_training(cache):
     c = out["curves"]
     assert (c[c.variant == "umae"].loss_unif > 0).all() and (c[c.variant == "mae"].loss_unif == 0).all()
     assert U.paired(runs, "rec_loss") != [0.0, 0.0]
+
+
+def test_seeds_added_later_merge_into_the_result_of_one_compare_over_all_seeds(cache):
+    """A second look's runs (seeds added after a first analysis, their own record) merged with the first's equal
+    one compare over all the seeds, timings aside; the added run starts from its own seed's weights."""
+    kw = dict(rank_epochs=(0, 1), finetune_variants=("mae", "umae"), finetune_epochs=1)
+    vs = {"mae": {"model": "mae"}, "umae": {"model": "umae", "model_overrides": (("lambda_unif", 1.0),)}}
+    whole = U.compare(_spec(epochs=1), vs, seeds=[1, 0], features_seed=1, **kw)
+    first = U.compare(_spec(epochs=1), vs, seeds=[1], features_seed=1, **kw)
+    added = U.compare(_spec(epochs=1), vs, seeds=[0], **kw)
+    merged = U.merge_compare(first, added)
+    timing = ["train_seconds", "seconds", "images_per_s"]
+    assert sorted(merged) == sorted(whole)
+    for k in ("runs", "curves", "ranks"):
+        a, b = (t.drop(columns=[c for c in timing if c in t.columns]) for t in (merged[k], whole[k]))
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert list(merged["runs"].seed[merged["runs"].variant == "mae"]) == [1, 0]
+    for k in [k for k in whole if k.startswith(("sv_", "features_")) or k == "labels"]:
+        np.testing.assert_array_equal(merged[k], whole[k])
+    # the added seed's runs are not the first seed's: the seeds differ in the merged table
+    m = merged["runs"].set_index(["variant", "seed"]).rec_loss
+    assert m[("mae", 0)] != m[("mae", 1)]
+    # the page's rows of the merged runs carry the two looks (tested at ALPHA / 2), over both seeds
+    ev, _ = zev.umae_rows("mnist", "MNIST", merged, looks=2)
+    assert len(ev) == 6 and all(e.looks == 2 and len(e.samples) == 2 for e in ev.values())
+    with pytest.raises(ParameterError, match="^added must be runs at seeds not in first"):
+        U.merge_compare(first, first)
+    with pytest.raises(ParameterError, match="^added must be a compare result of the same variants"):
+        U.merge_compare(first, {**added, "runs": added["runs"][added["runs"].variant != "umae"]})
 
 
 def test_paired_summary_and_curve_gap_by_hand():

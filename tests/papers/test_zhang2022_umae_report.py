@@ -33,6 +33,38 @@ def test_compare_and_raw_pixel_configs_find_the_committed_records(ds):
     assert cpu_hash(report.raw_pixels_config(CPU, ds)) == stored_hash(f"raw_pixels_{ds}")
 
 
+def test_a_second_look_has_its_own_record_config_and_halves_the_level():
+    """The added seeds (a second look) are a record of their own, whose config differs from the first's in the
+    seeds only; the dataset's rows are then tested at ALPHA / 2, the other datasets' at ALPHA."""
+    S = profiles.settings("zhang_umae", "cpu", added_seeds={"mnist": [7, 5]})
+    first, added = report.compare_config(S, "mnist"), report.compare_config(S, "mnist", report.added_seeds(S, "mnist"))
+    assert report.added_seeds(S, "mnist") == [7, 5] and report.added_seeds(S, "fashion_mnist") == []
+    assert {k for k in first if first[k] != added[k]} == {"seeds"} and added["seeds"] == [7, 5]
+    assert (report.looks(S, "mnist"), report.looks(S, "fashion_mnist")) == (2, 1)
+    assert report.seeds_text(S, {"mnist": "MNIST"}) == (
+        "3 seeds (MNIST: 5, seeds 7, 5 added after a first analysis of seeds 0, 1, 2, so its rows are tested at "
+        "0.05 / 2: two looks)"
+    )
+    none = profiles.settings("zhang_umae", "cpu", added_seeds={})
+    assert report.seeds_text(none, {}) == "3 seeds" and report.looks(none, "mnist") == 1
+
+
+@pytest.mark.parametrize(
+    "added, start",
+    [
+        ({"mnist": [2, 3]}, "added_seeds['mnist'] must be seeds not in seeds [0, 1, 2]"),
+        ({"mnist": [3, 3]}, "added_seeds['mnist'] must be distinct seeds"),
+        ({"svhn": [3]}, "added_seeds key must be one of"),
+        ({"shapes": [3]}, "added_seeds key must be one of datasets"),
+        ([3, 4], "added_seeds must be a dict with string keys"),
+    ],
+)
+def test_bad_added_seeds_are_one_line(added, start):
+    with pytest.raises(ParameterError) as e:
+        profiles.settings("zhang_umae", "cpu", added_seeds=added)
+    assert str(e.value).startswith(start) and "\n" not in str(e.value), str(e.value)
+
+
 def test_investigation_and_tsne_configs_find_the_committed_records():
     inv = report.investigation(CPU)
     assert cpu_hash(report.investigate_config(CPU, inv)) == stored_hash(f"investigate_{inv.dataset}")

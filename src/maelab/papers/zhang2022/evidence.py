@@ -166,11 +166,13 @@ def learned_by_seed(what: str, runs, variant: str, reference: str = "random", se
     return LearnedCheck(what, tuple(float(a[s]) for s in both), tuple(float(b[s]) for s in both), seeds=tuple(both))
 
 
-def umae_rows(dataset: str, label: str, result) -> tuple[dict[str, Evidence], LearnedCheck]:
+def umae_rows(dataset: str, label: str, result, *, looks: int = 1) -> tuple[dict[str, Evidence], LearnedCheck]:
     """The six rows of ``zhang_umae`` on one dataset from its stored :func:`.umae.compare` result (``runs``,
     ``ranks``, ``curves``): U-MAE - MAE per seed for the [CLS] probe (Table 1, and its size view), fine-tuning
     (gated also on fine-tuning having learned), the effective rank (Fig. 1b), MAE's rank from the first to the last
-    tracked epoch (Fig. 1c) and the online accuracy (Fig. 3b). Every row is gated on MAE having learned."""
+    tracked epoch (Fig. 1c) and the online accuracy (Fig. 3b). Every row is gated on MAE having learned. ``looks``:
+    the analyses these runs have had (2 where seeds were added after the first:
+    :func:`.umae_report.looks`), so every row is tested at ALPHA / looks."""
     runs = result["runs"]
     learned = learned_by_seed(f"MAE, {label}, [CLS] linear probe", runs, "mae")
     lu = learned.unmet
@@ -183,19 +185,25 @@ def umae_rows(dataset: str, label: str, result) -> tuple[dict[str, Evidence], Le
     ft_unmet = finetune_unmet(runs, ("mae", "umae"))
     note = "U-MAE - MAE, per seed"
     ev = {
-        f"zhang.table1_linear_{dataset}": Evidence.from_samples(d_lin, note=note, unmet=lu),
-        f"zhang.table1_linear_size_{dataset}": Evidence.from_samples(d_lin, note=note, unmet=lu),
+        f"zhang.table1_linear_{dataset}": Evidence.from_samples(d_lin, note=note, unmet=lu, looks=looks),
+        f"zhang.table1_linear_size_{dataset}": Evidence.from_samples(d_lin, note=note, unmet=lu, looks=looks),
         f"zhang.table1_finetune_{dataset}": Evidence.from_samples(
-            paired(runs, "finetune_acc"), note=note, unmet="; ".join(u for u in (lu, ft_unmet) if u)
+            paired(runs, "finetune_acc"),
+            note=note,
+            unmet="; ".join(u for u in (lu, ft_unmet) if u),
+            looks=looks,
         ),
-        f"zhang.fig1b_rank_{dataset}": Evidence.from_samples(paired(runs, "effective_rank"), note=note, unmet=lu),
+        f"zhang.fig1b_rank_{dataset}": Evidence.from_samples(
+            paired(runs, "effective_rank"), note=note, unmet=lu, looks=looks
+        ),
         f"zhang.fig1c_mae_collapse_{dataset}": Evidence.from_samples(
-            collapse, note=f"MAE rank at epoch {first} minus at epoch {last}, per seed", unmet=lu
+            collapse, note=f"MAE rank at epoch {first} minus at epoch {last}, per seed", unmet=lu, looks=looks
         ),
         f"zhang.fig3b_online_{dataset}": Evidence.from_samples(
             per_seed_curve_gap(result["curves"], "eval_online_acc"),
             note="mean over evaluated epochs, per seed",
             unmet=lu,
+            looks=looks,
         ),
     }
     return ev, learned

@@ -5,8 +5,8 @@ Built from each profile's settings exactly as the notebooks build their ``Pretra
 
 * ``zhang_umae``: per dataset, MAE and U-MAE for every seed (:func:`maelab.papers.zhang2022.umae.evaluate_run`:
   pre-training with online probe, features of train + test for both poolings, the test features at every rank
-  epoch for both poolings, fine-tuning), plus the random-init features (both poolings) per seed, and the
-  investigation's runs (no fine-tuning).
+  epoch for both poolings, fine-tuning), plus the random-init features (both poolings) per seed, the same for the
+  dataset's added seeds (``added_seeds``: a second compare() call), and the investigation's runs (no fine-tuning).
 * ``zhang_ablations``: every run of Table 3 (lambda x seeds), Table 2 (SimMIM, U-SimMIM) and the no-mask ablation
   (:func:`maelab.papers.zhang2022.ablations.groups`) and the random-init references.
 * ``zhang_mask_graph``: Theorem 3.6's collapsed decoders (``collapse_steps`` per mask ratio and seed, counted as
@@ -59,7 +59,8 @@ def umae_runs(profile: str) -> list[PlannedRun]:
     def base_spec(ds):
         return umae.base_spec(S, ds)
 
-    def add(base, variants, label, finetune_epochs):
+    def add(base, variants, label, finetune_epochs, n_seeds=None):
+        n_seeds = len(S.seeds) if n_seeds is None else n_seeds
         n_tr, n_te, ep = base.n_train, base.n_test, base.epochs
         rank_eps = sorted({e for e in S.rank_epochs if e <= ep} | {0, ep})
         extra = (n_tr + n_te) + 2 * len(rank_eps) * n_te  # the second pooling; ranks (both pools)
@@ -73,20 +74,25 @@ def umae_runs(profile: str) -> list[PlannedRun]:
                 PlannedRun.from_spec(
                     spec,
                     label=f"{label} {name}",
-                    repeats=len(S.seeds),
+                    repeats=n_seeds,
                     extra_eval_images=extra,
                     finetune_epochs=finetune_epochs,
                     pools=len(POOLS),
                     probe_fits=fits,
                     probe_kind=S.probe_method,
-                    pool=len(variants) * len(S.seeds),  # one compare() call: maelab.prefetch
+                    pool=len(variants) * n_seeds,  # one compare() call: maelab.prefetch
                 )
             )
 
     for ds in datasets:
         base = base_spec(ds)
-        add(base, {"mae": {}, "umae": {"lambda_unif": S.lam}}, ds, S.finetune_epochs)
+        pair = {"mae": {}, "umae": {"lambda_unif": S.lam}}
+        add(base, pair, ds, S.finetune_epochs)
         runs.append(_random_init_run(f"{ds} random init", base, len(S.seeds), S.probe_method, fits))
+        added = S.added_seeds.get(ds, ())
+        if added:  # the second look's record (compare_<ds>_added): its own compare() call
+            add(base, pair, f"{ds} added seeds", S.finetune_epochs, len(added))
+            runs.append(_random_init_run(f"{ds} added seeds random init", base, len(added), S.probe_method, fits))
     # the investigation (no fine-tuning): lambda x lam_factor, the mean-feature term; shorter runs add their own
     # MAE / U-MAE references and, with the official choices, the same pair with the legacy ones
     ids = S.investigate_dataset

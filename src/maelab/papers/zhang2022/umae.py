@@ -387,6 +387,36 @@ def compare(
     return out
 
 
+def merge_compare(first: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
+    """One :func:`compare` result from two over disjoint seeds of the same runs (``added``: seeds added after a
+    first analysis of ``first``): what :func:`compare` returns for the seeds of ``first`` then those of ``added``.
+    The tables are concatenated and ordered by variant (as in ``first``), then by that seed order; ``sv_<name>``
+    stacked; the kept test features (``features_<name>``, ``labels``) are ``first``'s. Either may be the stored
+    :class:`maelab.store.Result` of one."""
+    import pandas as pd
+
+    first, added = (getattr(r, "data", r) for r in (first, added))
+    seeds = {k: list(dict.fromkeys(int(s) for s in r["runs"].seed)) for k, r in (("first", first), ("added", added))}
+    if set(seeds["first"]) & set(seeds["added"]):
+        raise ParameterError("added", "runs at seeds not in first " + str(seeds["first"]), seeds["added"])
+    names = list(dict.fromkeys(first["runs"].variant))
+    if names != list(dict.fromkeys(added["runs"].variant)) or {k for k in first if k.startswith("sv_")} != {
+        k for k in added if k.startswith("sv_")
+    }:
+        raise ParameterError("added", "a compare result of the same variants " + str(names), sorted(added))
+    v_rank, s_rank = {v: i for i, v in enumerate(names)}, {s: i for i, s in enumerate(seeds["first"] + seeds["added"])}
+
+    def cat(key: str):
+        t = pd.concat([first[key], added[key]], ignore_index=True)
+        order = sorted(range(len(t)), key=lambda i: (v_rank[t.variant.iloc[i]], s_rank[int(t.seed.iloc[i])]))
+        return t.iloc[order].reset_index(drop=True)
+
+    out = {k: v for k, v in first.items() if k.startswith("features_") or k == "labels"}
+    out |= {k: cat(k) for k in ("runs", "curves", "ranks")}
+    out |= {k: np.concatenate([first[k], added[k]]) for k in first if k.startswith("sv_")}
+    return out
+
+
 def paired(runs, metric: str, a: str = "umae", b: str = "mae") -> list[float]:
     """Per-seed differences ``metric(a) - metric(b)`` (seeds in increasing order; only seeds present in both)."""
     for col in ("variant", "seed", metric):
@@ -470,6 +500,7 @@ __all__ = [
     "compare",
     "evaluate_run",
     "finetune_unmet",
+    "merge_compare",
     "paired",
     "per_seed_curve_gap",
     "random_init_run",

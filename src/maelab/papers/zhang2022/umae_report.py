@@ -21,6 +21,7 @@ import pandas as pd
 
 from maelab import experiments, metrics, models, result_keys
 from maelab._validate import ParameterError
+from maelab.claims import ALPHA
 from maelab.options import DryRunLimits
 
 from . import regime as rg
@@ -102,8 +103,36 @@ def _variants_config(vs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     return {k: str(experiments.variant_config(v)) for k, v in vs.items()}
 
 
-def compare_config(S: ZhangUMAESettings, dataset: str) -> dict[str, Any]:
-    """The config of the stored result ``compare_<dataset>``: what :func:`compare_run` reads."""
+def added_seeds(S: ZhangUMAESettings, dataset: str) -> list[int]:
+    """The seeds added to ``dataset``'s runs after a first analysis (``S.added_seeds``; [] where none)."""
+    return [int(s) for s in _settings(S).added_seeds.get(dataset, ())]
+
+
+def looks(S: ZhangUMAESettings, dataset: str) -> int:
+    """The analyses ``dataset``'s runs have had: 2 where seeds were added after the first (:func:`added_seeds`),
+    else 1; what the page's evidence of that dataset passes as ``looks`` (tested at ALPHA / looks)."""
+    return 2 if added_seeds(S, dataset) else 1
+
+
+def seeds_text(S: ZhangUMAESettings, labels: Mapping[str, str]) -> str:
+    """How many seeds each dataset's rows of ``S`` are tested on, for the page's prose: ``S.seeds``, and per
+    dataset with :func:`added_seeds` the added ones and the second look they make."""
+    S = _settings(S)
+    n = len(S.seeds)
+    text = f"{n} seed{'s' if n != 1 else ''}"
+    for ds in S.datasets:
+        added = added_seeds(S, ds)
+        if added:
+            text += (
+                f" ({labels.get(ds, ds)}: {n + len(added)}, seeds {', '.join(map(str, added))} added after a first "
+                f"analysis of seeds {', '.join(map(str, S.seeds))}, so its rows are tested at {ALPHA:g} / 2: two looks)"
+            )
+    return text
+
+
+def compare_config(S: ZhangUMAESettings, dataset: str, seeds: Sequence[int] | None = None) -> dict[str, Any]:
+    """The config of the stored result ``compare_<dataset>`` (``seeds`` None: ``S.seeds``), or of
+    ``compare_<dataset>_added`` (``seeds``: :func:`added_seeds`): what :func:`compare_run` reads."""
     S = _settings(S)
     return {
         "what": "MAE vs U-MAE, paired by seed",
@@ -111,28 +140,31 @@ def compare_config(S: ZhangUMAESettings, dataset: str) -> dict[str, Any]:
         "spec": ua.base_spec(S, dataset).to_config(),
         "variants": _variants_config(variants(S, dataset)),
         **S.pick("seeds", "rank_epochs", "finetune_epochs", "probe_cs", "probe_method"),
+        **({} if seeds is None else {"seeds": [int(s) for s in seeds]}),
     }
 
 
 def compare_run(
     S: ZhangUMAESettings,
     dataset: str,
+    seeds: Sequence[int] | None = None,
     *,
     device: str = "cpu",
     progress: bool | None = None,
     caps: DryRunLimits | None = None,
 ) -> dict[str, Any]:
-    """MAE against U-MAE on ``dataset``, every seed, both fine-tuned, the first seed's test features kept
-    (:func:`maelab.papers.zhang2022.umae.compare`)."""
+    """MAE against U-MAE on ``dataset``, every seed of ``seeds`` (None: ``S.seeds``), both fine-tuned, the test
+    features of ``S.seeds[0]`` kept where it is among them (:func:`maelab.papers.zhang2022.umae.compare`)."""
     S = _settings(S)
+    seeds = list(S.seeds) if seeds is None else [int(s) for s in seeds]
     return ua.compare(
         ua.base_spec(S, dataset),
         variants(S, dataset),
-        S.seeds,
+        seeds,
         rank_epochs=rank_epochs(S, dataset),
         finetune_variants=("mae", "umae"),
         finetune_epochs=S.finetune_epochs,
-        features_seed=S.seeds[0],
+        features_seed=S.seeds[0] if S.seeds[0] in seeds else None,
         probe_cs=S.probe_cs,
         probe_method=S.probe_method,
         device=device,
