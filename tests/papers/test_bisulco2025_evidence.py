@@ -95,6 +95,8 @@ def test_theorem1_worst_case_per_seed_over_the_masked_configurations():
     assert out["bisulco.thm1_sgd_loss_gap"].samples == (0.002, 0.003)  # seeds sorted: 0 then 1
     assert out["bisulco.thm1_subspace"].samples == (0.3, 0.1)
     assert out["bisulco.thm1_m0_pca"].samples == (0.02, 0.04)  # m = 0 rows in table order
+    assert {e.looks for e in out.values()} == {1}
+    assert {e.looks for e in ev.theorem1_evidence(t, looks=2).values()} == {2}  # seeds added after a first look
 
 
 def test_lemma4_relative_error_with_the_monte_carlo_draws_behind_each_point():
@@ -107,7 +109,7 @@ def test_lemma4_relative_error_with_the_monte_carlo_draws_behind_each_point():
 # ------------------------------------------------------------------------------------------------ bisulco_ising
 ISING = SimpleNamespace(
     L=8, rank_fracs=[0.25, 1.0], seeds=[0, 1], mask_ratios=[0.1, 0.5, 0.9], p_for_m=2, m_for_p=0.5,
-    patch_sizes=[2, 4], dae_sigma=0.5,
+    patch_sizes=[2, 4], dae_sigma=0.5, looks=1,
 )  # fmt: skip
 
 
@@ -153,6 +155,9 @@ def test_ising_series_pairs_and_baselines_by_hand():
     # at full rank the AE has no decay length: the baseline is the DAE alone (fmax), not NaN
     full = ev.ising_evidence(_ising_table(), ISING, k=64)
     assert full["bisulco.fig1_ae_dae_shortest"].samples == approx((1.9, 2.4))
+    # sample sets added after a first look: every row (series and paired) tested at ALPHA / 2
+    two = ev.ising_evidence(_ising_table(), SimpleNamespace(**{**vars(ISING), "looks": 2}))
+    assert {e.looks for e in out.values()} == {1} and {e.looks for e in two.values()} == {2}
 
 
 def test_ising_y_n_makes_each_step_a_t_test_of_the_seeds():
@@ -483,7 +488,7 @@ def test_linear_mae_reproduces_its_committed_claims():
     nb = "bisulco_linear_mae"
     got = {
         "bisulco.lemma1_monte_carlo": ev.lemma1_evidence(_load(nb, "lemma1")["table"], S.mc_draws),
-        **ev.theorem1_evidence(_load(nb, "theorem1")["table"]),
+        **ev.theorem1_evidence(_load(nb, "theorem1")["table"], looks=S.theorem1_looks),
         "bisulco.lemma6_mean_variance": ev.lemma6_evidence(_load(nb, "lemma6")["table"]),
         "bisulco.lemma4_small_m": ev.lemma4_evidence(_load(nb, "taylor")["table"], S.taylor_draws),
     }

@@ -37,6 +37,7 @@ def test_distance_trends_pick_the_claim_grid():
     ev = E.distance_trends(rhos, intra, intra + 1, [0.0, 0.2])
     assert ev["intra"].x == (0.0, 0.2) and ev["intra"].y == pytest.approx((4.0, 2.0))
     assert ev["inter"].y == pytest.approx((5.0, 3.0)) and ev["intra"].y_err == pytest.approx((1.0, 1.0))
+    assert ev["intra"].looks == 1 and E.distance_trends(rhos, intra, intra, [0.0, 0.2], looks=2)["inter"].looks == 2
     with pytest.raises(ParameterError, match="grid"):
         E.distance_trends(rhos, intra, intra, [0.3])
 

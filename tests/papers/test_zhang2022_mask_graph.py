@@ -263,6 +263,7 @@ def test_sweet_spot_evidence_reads_the_dip_at_the_stated_ratio():
     ev = sweet_spot_evidence(rhos, u)
     assert ev.samples == pytest.approx((0.15, 0.16, 0.11))
     assert Above(0.0).decide(ev)[0] == "supported"
+    assert ev.looks == 1 and sweet_spot_evidence(rhos, u, looks=2).looks == 2  # seeds added after a first look
     # a curve falling all the way (argmin at the last ratio in every seed; the mean argmin of per-seed argmins at 0
     # and 0.95 could sit near 0.7): the dip is negative, the claim not supported
     down = np.array([[1.0, 0.9, 0.8, 0.6], [1.0, 0.91, 0.8, 0.62], [1.0, 0.9, 0.82, 0.61]])

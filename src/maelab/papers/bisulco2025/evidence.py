@@ -123,21 +123,22 @@ def lemma1_evidence(table: Any, mc_draws: int) -> Evidence:
     return Evidence(value=float(table["z"].abs().max()), note=f"{len(table)} (m, p) pairs, {mc_draws} mask draws each")
 
 
-def theorem1_evidence(table: Any) -> dict[str, Evidence]:
+def theorem1_evidence(table: Any, *, looks: int = 1) -> dict[str, Evidence]:
     """The three Theorem-1 rows from the ``theorem1`` table (one row per seed and (m, p); columns ``seed``, ``m``,
     ``gap_sgd``, ``angle_polish``, ``angle_pca``): per seed (sorted), the worst relative loss gap after sampled-mask
     Adam (``bisulco.thm1_sgd_loss_gap``) and the worst principal angle after the polish (``bisulco.thm1_subspace``)
     over the masked configurations (m > 0); the angle to PCA of each seed's m = 0 run, in table order
-    (``bisulco.thm1_m0_pca``)."""
+    (``bisulco.thm1_m0_pca``). ``looks``: the analyses these runs have had (the settings' ``theorem1_looks``), so
+    the rows are tested at ALPHA / looks."""
     _table(table, ("seed", "m", "gap_sgd", "angle_polish", "angle_pca"))
     per_seed = table[table.m > 0].groupby("seed")
     gap_sgd = per_seed["gap_sgd"].max().to_numpy()
     ang_pol = per_seed["angle_polish"].max().to_numpy()
     ang_pca = table[table.m == 0]["angle_pca"].to_numpy()
     return {
-        "bisulco.thm1_sgd_loss_gap": Evidence.from_samples(gap_sgd, note="sampled-mask Adam only"),
-        "bisulco.thm1_subspace": Evidence.from_samples(ang_pol, note="after exact-loss polish"),
-        "bisulco.thm1_m0_pca": Evidence.from_samples(ang_pca, note="m = 0, after polish"),
+        "bisulco.thm1_sgd_loss_gap": Evidence.from_samples(gap_sgd, note="sampled-mask Adam only", looks=looks),
+        "bisulco.thm1_subspace": Evidence.from_samples(ang_pol, note="after exact-loss polish", looks=looks),
+        "bisulco.thm1_m0_pca": Evidence.from_samples(ang_pca, note="m = 0, after polish", looks=looks),
     }
 
 
@@ -208,8 +209,10 @@ def ising_evidence(table: Any, settings: Any, k: int | None = None) -> dict[str,
       decay length, and "shortest" then compares against the DAE alone, as the page's rank table always did; at the
       claims' rank (L^2 / 4) the AE has a decay length and this is the plain maximum the claim row used.
 
+    Every row is tested at ALPHA / ``looks`` (the analyses its sample sets have had at the profile).
+
     Settings read: ``seeds``, ``L``, ``rank_fracs``, ``mask_ratios``, ``p_for_m``, ``patch_sizes``, ``m_for_p``,
-    ``dae_sigma``."""
+    ``dae_sigma``, ``looks``."""
     S = settings
     k = ising_ranks(S)[0] if k is None else k
     fig20, fig21 = ising_figure_configs(S)
@@ -229,6 +232,7 @@ def ising_evidence(table: Any, settings: Any, k: int | None = None) -> dict[str,
             y_err=_floats(rows.se),
             y_n=tuple(int(n) for n in rows.n),
             note=note,
+            looks=S.looks,
         )
 
     (m_hi, p_big), (m_lo, p_m) = fig21
@@ -238,10 +242,12 @@ def ising_evidence(table: Any, settings: Any, k: int | None = None) -> dict[str,
         "bisulco.fig21_scale_grows_with_m": series(ms, "m", f"p = {S.p_for_m}, rank {k}, {len(seeds)} sample sets"),
         "bisulco.fig20_scale_grows_with_p": series(ps, "p", f"m = {S.m_for_p:g}, rank {k}, {len(seeds)} sample sets"),
         "bisulco.fig21_high_vs_low_m": Evidence.from_samples(
-            ell("MAE", m_hi, p_big) - ell("MAE", m_lo, p_m), note=f"(p {p_big}, m {m_hi:g}) − (p {p_m}, m {m_lo:g})"
+            ell("MAE", m_hi, p_big) - ell("MAE", m_lo, p_m),
+            note=f"(p {p_big}, m {m_hi:g}) − (p {p_m}, m {m_lo:g})",
+            looks=S.looks,
         ),
         "bisulco.fig1_ae_dae_shortest": Evidence.from_samples(
-            mae_min - base, note="min over Fig. 20–21 MAEs − max(AE, DAE)"
+            mae_min - base, note="min over Fig. 20–21 MAEs − max(AE, DAE)", looks=S.looks
         ),
     }
 

@@ -42,9 +42,12 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------------------------ zhang_mask_graph
-def distance_trends(rhos: Sequence[float], intra, inter, grid: Sequence[float]) -> dict[str, Evidence]:
+def distance_trends(
+    rhos: Sequence[float], intra, inter, grid: Sequence[float], *, looks: int = 1
+) -> dict[str, Evidence]:
     """Fig. 2b: the mean intra- and inter-class patch distances over the claim's ``grid`` of mask ratios, as series
-    over seeds (``intra``/``inter``: (seeds, len(rhos)) exact distances). Keys ``intra``, ``inter``."""
+    over seeds (``intra``/``inter``: (seeds, len(rhos)) exact distances). Keys ``intra``, ``inter``. ``looks``: the
+    analyses these seeds have had (the settings' ``distance_looks``; tested at ALPHA / looks)."""
     rhos = [float(r) for r in rhos]
     missing = [g for g in grid if g not in rhos]
     if missing:
@@ -52,12 +55,12 @@ def distance_trends(rhos: Sequence[float], intra, inter, grid: Sequence[float]) 
     cols = [rhos.index(g) for g in grid]
     note = "mnist10k, zero-filled, every pair; mean ± s.e. over seeds"
     return {
-        k: Evidence.from_series(grid, np.asarray(v, dtype=float)[:, cols].tolist(), note=note)
+        k: Evidence.from_series(grid, np.asarray(v, dtype=float)[:, cols].tolist(), note=note, looks=looks)
         for k, v in (("intra", intra), ("inter", inter))
     }
 
 
-def sweet_spot(rhos, ratio, at: float = 0.7, note: str = "") -> Evidence:
+def sweet_spot(rhos, ratio, at: float = 0.7, note: str = "", *, looks: int = 1) -> Evidence:
     """Fig. 2c's sweet spot ("the relative distance first decreases, then increases with the mask ratio; its minimum
     lies at rho = ``at``"): per seed, the dip of the intra/inter ratio at ``at`` below the lower of its two ends,
     ``min(r(rho_first), r(rho_last)) - r(at)``.
@@ -66,7 +69,8 @@ def sweet_spot(rhos, ratio, at: float = 0.7, note: str = "") -> Evidence:
     with ``at`` below both ends -- the paper's U shape with its bottom near ``at``; a dip < 0 means ``at`` is not below
     both ends (e.g. a curve that falls or rises all the way, whose per-seed argmins sit at the ends of the grid).
     Averaging per-seed argmins instead (the first statistic of this row) can land near 0.7 when every argmin is an
-    end point. ``rhos``: the grid (must hold ``at`` strictly inside it); ``ratio``: (seeds, len(rhos))."""
+    end point. ``rhos``: the grid (must hold ``at`` strictly inside it); ``ratio``: (seeds, len(rhos)); ``looks``:
+    as :func:`distance_trends`'."""
     rhos = [float(r) for r in rhos]
     r = np.asarray(ratio, dtype=float)
     if r.ndim != 2 or r.shape[1] != len(rhos):
@@ -76,7 +80,7 @@ def sweet_spot(rhos, ratio, at: float = 0.7, note: str = "") -> Evidence:
     i = rhos.index(at)
     dips = np.minimum(r[:, 0], r[:, -1]) - r[:, i]
     default = f"per seed: min(r({rhos[0]:g}), r({rhos[-1]:g})) - r({at:g})"
-    return Evidence.from_samples(dips.tolist(), note=note or default)
+    return Evidence.from_samples(dips.tolist(), note=note or default, looks=looks)
 
 
 def graph_trends(rhos, residual, alpha, k: int) -> dict[str, Evidence]:
