@@ -39,7 +39,8 @@ def test_a_second_look_has_its_own_record_config_and_halves_the_level():
     S = profiles.settings("zhang_umae", "cpu", added_seeds={"mnist": [7, 5]})
     first, added = report.compare_config(S, "mnist"), report.compare_config(S, "mnist", report.added_seeds(S, "mnist"))
     assert report.added_seeds(S, "mnist") == [7, 5] and report.added_seeds(S, "fashion_mnist") == []
-    assert {k for k in first if first[k] != added[k]} == {"seeds"} and added["seeds"] == [7, 5]
+    assert set(first) - set(added) == {"seeds"} and set(added) - set(first) == {"seeds_added"}
+    assert added["seeds_added"] == [7, 5] and {k for k in set(first) & set(added) if first[k] != added[k]} == set()
     assert (report.looks(S, "mnist"), report.looks(S, "fashion_mnist")) == (2, 1)
     assert report.seeds_text(S, {"mnist": "MNIST"}) == (
         "3 seeds (MNIST: 5, seeds 7, 5 added after a first analysis of seeds 0, 1, 2, so its rows are tested at "

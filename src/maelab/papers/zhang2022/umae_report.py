@@ -131,16 +131,17 @@ def seeds_text(S: ZhangUMAESettings, labels: Mapping[str, str]) -> str:
 
 
 def compare_config(S: ZhangUMAESettings, dataset: str, seeds: Sequence[int] | None = None) -> dict[str, Any]:
-    """The config of the stored result ``compare_<dataset>`` (``seeds`` None: ``S.seeds``), or of
-    ``compare_<dataset>_added`` (``seeds``: :func:`added_seeds`): what :func:`compare_run` reads."""
+    """The config of the stored result ``compare_<dataset>`` (``seeds`` None: it reads ``S.seeds``), or of
+    ``compare_<dataset>_added`` (``seeds``: :func:`added_seeds`, listed as ``seeds_added``, not under the settings'
+    name ``seeds``, whose value it does not read): what :func:`compare_run` reads."""
     S = _settings(S)
     return {
         "what": "MAE vs U-MAE, paired by seed",
         "dataset": dataset,
         "spec": ua.base_spec(S, dataset).to_config(),
         "variants": _variants_config(variants(S, dataset)),
-        **S.pick("seeds", "rank_epochs", "finetune_epochs", "probe_cs", "probe_method"),
-        **({} if seeds is None else {"seeds": [int(s) for s in seeds]}),
+        **S.pick("rank_epochs", "finetune_epochs", "probe_cs", "probe_method"),
+        **(S.pick("seeds") if seeds is None else {"seeds_added": [int(s) for s in seeds]}),
     }
 
 
