@@ -56,7 +56,6 @@ def test_a_second_look_has_its_own_record_config_and_halves_the_level():
         ({"mnist": [2, 3]}, "added_seeds['mnist'] must be seeds not in seeds [0, 1, 2]"),
         ({"mnist": [3, 3]}, "added_seeds['mnist'] must be distinct seeds"),
         ({"svhn": [3]}, "added_seeds key must be one of"),
-        ({"shapes": [3]}, "added_seeds key must be one of datasets"),
         ([3, 4], "added_seeds must be a dict with string keys"),
     ],
 )
@@ -64,6 +63,17 @@ def test_bad_added_seeds_are_one_line(added, start):
     with pytest.raises(ParameterError) as e:
         profiles.settings("zhang_umae", "cpu", added_seeds=added)
     assert str(e.value).startswith(start) and "\n" not in str(e.value), str(e.value)
+
+
+def test_added_seeds_of_a_dataset_not_on_the_page_are_skipped():
+    one = profiles.settings("zhang_umae", "cpu", datasets=["mnist"], investigate_dataset="mnist")
+    assert "fashion_mnist" in one.added_seeds  # the default names it, and narrowing datasets stays valid
+    assert report.added_seeds(one, "fashion_mnist") == [] and report.looks(one, "fashion_mnist") == 1
+    assert report.added_seeds(one, "mnist") == [3, 4, 5] and report.looks(one, "mnist") == 2
+    shapes = profiles.settings("zhang_umae", "cpu", added_seeds={"shapes": [3]})
+    assert report.added_seeds(shapes, "shapes") == []
+    with pytest.raises(ParameterError, match=r"added_seeds\['shapes'\] must be seeds not in seeds"):
+        profiles.settings("zhang_umae", "cpu", added_seeds={"shapes": [0]})  # still checked where skipped
 
 
 def test_investigation_and_tsne_configs_find_the_committed_records():

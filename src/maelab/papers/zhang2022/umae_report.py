@@ -104,8 +104,12 @@ def _variants_config(vs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
 
 
 def added_seeds(S: ZhangUMAESettings, dataset: str) -> list[int]:
-    """The seeds added to ``dataset``'s runs after a first analysis (``S.added_seeds``; [] where none)."""
-    return [int(s) for s in _settings(S).added_seeds.get(dataset, ())]
+    """The seeds added to ``dataset``'s runs after a first analysis (``S.added_seeds``; [] where none, or where
+    ``dataset`` is not one of the page's datasets: narrowing ``datasets`` keeps the default ``added_seeds`` valid)."""
+    S = _settings(S)
+    if dataset not in list(S.datasets) + (["cifar10"] if S.data_root else []):
+        return []
+    return [int(s) for s in S.added_seeds.get(dataset, ())]
 
 
 def looks(S: ZhangUMAESettings, dataset: str) -> int:
