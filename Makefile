@@ -7,11 +7,12 @@ STAMP   := $(VENV)/.maelab-installed
 PROFILE ?= auto
 PYTEST_ARGS ?=
 
-.PHONY: book test lint venv notebooks html chromium mathjax clean help
+.PHONY: book test dryrun lint venv notebooks html chromium mathjax clean help
 
 help:
 	@echo "make book   - set up .venv, execute every notebook (papermill), build _build/html"
-	@echo "make test   - set up .venv, ruff lint + format check, the library tests, smoke-execute every notebook, gpu dry run, the committed book built strictly"
+	@echo "make test   - set up .venv, ruff lint + format check, the library tests, smoke-execute every notebook, the zoo's gpu dry run, the committed book built strictly"
+	@echo "make dryrun - every notebook with its gpu settings under the dry-run caps, on a CPU (CI runs it after make test)"
 	@echo "              PROFILE=auto|smoke|cpu|gpu (book), PYTEST_ARGS='-k store' (test)"
 
 # The virtualenv is created once and reused; it is rebuilt only when the pins change.
@@ -44,8 +45,13 @@ lint: venv
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check $(LINTED)
 
+# make test: everything but the gpu dry run of every page (~10 of its ~30 min on 2 cores), which is `make dryrun`;
+# .ci/run runs both. make test keeps the gpu dry run of the shared zoo (tests/test_dryrun.py::ZOO_DRY_RUN).
 test: venv chromium lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not every_page_dry_run" $(PYTEST_ARGS)
+
+dryrun: venv
+	$(PY) -m pytest -m every_page_dry_run $(PYTEST_ARGS) tests/test_dryrun.py
 
 mathjax:
 	./scripts/vendor_mathjax.sh

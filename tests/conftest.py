@@ -51,7 +51,7 @@ def committed_book(tmp_path_factory):
     results = tmp / "results"
     shutil.copytree(committed, results)
     before, mtimes = _files(results), {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")}
-    book.run(  # two pages at a time (runner._execute), as the smoke and dry runs of make test
+    book.run(  # two pages at a time (runner._execute), as the smoke run and the dry runs
         book.RunOptions(profile="auto", results_root=str(results), no_compute="on"), out_dir=tmp / "executed", jobs=2
     )
     assert {str(p): p.stat().st_mtime_ns for p in committed.rglob("*")} == mtimes, "the run wrote into data/results"

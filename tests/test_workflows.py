@@ -85,7 +85,12 @@ def test_workflow_actions_are_pinned_to_a_version(name):
                 assert "@" in s["uses"], f"{name}: {s['uses']} has no version"
 
 
-def test_ci_entry_point_is_executable_and_runs_make_test():
+def test_ci_entry_point_is_executable_and_runs_make_test_then_every_page_s_dry_run():
     ci = paths.repo_root() / ".ci" / "run"
     assert ci.stat().st_mode & 0o111
-    assert "make test" in Path(ci).read_text()
+    commands = [ln.split("#")[0].strip() for ln in Path(ci).read_text().splitlines()]
+    assert "make test" in commands and "make dryrun" in commands  # CI still runs every page's gpu dry run
+    assert commands.index("make test") < commands.index("make dryrun")
+    make = (paths.repo_root() / "Makefile").read_text()
+    # the dry run make test leaves out is exactly what make dryrun selects
+    assert '-m "not every_page_dry_run"' in make and "-m every_page_dry_run" in make
