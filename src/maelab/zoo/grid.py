@@ -56,15 +56,15 @@ class ZooSettings(NotebookSettings):
     seeds = 42 runs, about 1.5 h of 2 cores per 3 seeds (measured ~2,800 images/s at ratio 0.75, ~1,700 at 0.1);
     seeds 3-5 are the zoo's second look (:func:`looks`).
     smoke: ``shapes`` (shipped), one epoch on 256 images, ratios 0.1 / 0.75 / 0.9, units 1 / 2, 2 seeds: the
-    pipeline only. gpu: ViT-Tiny (patch 2, 16 x 16 tokens) on all 60,000 MNIST images for 7 epochs (sized by the
-    cost model to the 30-minute budget of a notebook at 3 seeds: 10 epochs were 39 H100 min at the assumed 5 % MFU),
-    6 seeds (session 19, before any gpu zoo run): with 3 seeds a paired t-test has 2 degrees of freedom, and Holm
-    over Kong's 18 rows asks the strongest row for |t| > 18.9 (the weakest for > 4.3), so a 3-seed gpu zoo could
-    decide almost nothing whatever it measured; with 6 seeds, tested at ALPHA / 2 since :func:`looks` counts seeds
-    3-5 as a second look in every profile (a pre-planned Bonferroni split: the first three seeds may be read
-    alone), the same steps need 6.4 and 3.2. That doubles the zoo to ~56 predicted H100 min, over the 30-minute
-    budget of one notebook (``book plan`` says so): accepted, since five pages read this one zoo, and it accumulates
-    run by run, so the cost is paid by installments.
+    pipeline only. gpu: ViT-Tiny (patch 2, 16 x 16 tokens) for 7 epochs, 6 seeds, on the cpu zoo's 30,000 MNIST
+    training images (sized by the cost model to the 30-minute budget of a notebook: 28 predicted H100 min). Session
+    19 (before any gpu zoo run) changed 3 seeds on all 60,000 images to 6 seeds on 30,000, at the same cost: with 3
+    seeds a paired t-test has 2 degrees of freedom, and Holm over Kong's 18 rows asks the strongest row for a t
+    beyond 18.9 (the weakest beyond 4.3), so a 3-seed gpu zoo could decide almost nothing whatever it measured; with
+    6 seeds, tested at ALPHA / 2 since :func:`looks` counts seeds 3-5 as a second look in every profile (a
+    pre-planned Bonferroni split: the first three seeds may be read alone), the same steps need 6.4 and 3.2. Each
+    model then sees 210,000 images instead of 420,000 (the cpu zoo's micro ViTs learned at 480,000); whether
+    ViT-Tiny learns there is what each entry's learning check will say.
     """
 
     SMOKE = {
@@ -82,7 +82,7 @@ class ZooSettings(NotebookSettings):
     }
     GPU = {
         "size": "vit_tiny",
-        "n_train": 60000,
+        "n_train": 30000,
         "epochs": 7,
         "blr": 1.5e-3,
         "warmup_epochs": 1,
