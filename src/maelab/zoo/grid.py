@@ -57,8 +57,9 @@ class ZooSettings(NotebookSettings):
     seeds 3-5 are the zoo's second look (:func:`looks`).
     smoke: ``shapes`` (shipped), one epoch on 256 images, ratios 0.1 / 0.75 / 0.9, units 1 / 2, 2 seeds: the
     pipeline only. gpu: ViT-Tiny (patch 2, 16 x 16 tokens) for 7 epochs, 6 seeds, on the cpu zoo's 30,000 MNIST
-    training images (sized by the cost model to the 30-minute budget of a notebook: 28 predicted H100 min). Session
-    19 (before any gpu zoo run) changed 3 seeds on all 60,000 images to 6 seeds on 30,000, at the same cost: with 3
+    training images, probes scored on 5,000 test images (sized by the cost model to the 30-minute budget of a
+    notebook: 28.6 predicted H100 min, mostly per-step latency, so the cost follows steps and probe images more than
+    FLOPs). Session 19 (before any gpu zoo run) changed 3 seeds on all 60,000 images (10,000 test) to this: with 3
     seeds a paired t-test has 2 degrees of freedom, and Holm over Kong's 18 rows asks the strongest row for a t
     beyond 18.9 (the weakest beyond 4.3), so a 3-seed gpu zoo could decide almost nothing whatever it measured; with
     6 seeds, tested at ALPHA / 2 since :func:`looks` counts seeds 3-5 as a second look in every profile (a
@@ -83,6 +84,7 @@ class ZooSettings(NotebookSettings):
     GPU = {
         "size": "vit_tiny",
         "n_train": 30000,
+        "n_test": 5000,
         "epochs": 7,
         "blr": 1.5e-3,
         "warmup_epochs": 1,
