@@ -65,8 +65,14 @@ def test_bad_added_seeds_are_one_line(added, start):
     assert str(e.value).startswith(start) and "\n" not in str(e.value), str(e.value)
 
 
-def test_added_seeds_of_a_dataset_not_on_the_page_are_skipped():
+def test_added_seeds_of_a_dataset_not_on_the_page_are_skipped(tmp_path):
     one = profiles.settings("zhang_umae", "cpu", datasets=["mnist"], investigate_dataset="mnist")
+    assert one.run_datasets == ["mnist"]
+    per_dataset = dict(n_train=1000, n_test=100, epochs=2, patch_size=4)  # one value for mnist and cifar10
+    with_c10 = profiles.settings(
+        "zhang_umae", "cpu", datasets=["mnist"], investigate_dataset="mnist", data_root=str(tmp_path), **per_dataset
+    )
+    assert with_c10.run_datasets == ["mnist", "cifar10"] and report.looks(with_c10, "cifar10") == 1
     assert "fashion_mnist" in one.added_seeds  # the default names it, and narrowing datasets stays valid
     assert report.added_seeds(one, "fashion_mnist") == [] and report.looks(one, "fashion_mnist") == 1
     assert report.added_seeds(one, "mnist") == [3, 4, 5] and report.looks(one, "mnist") == 2

@@ -54,7 +54,7 @@ def umae_runs(profile: str) -> list[PlannedRun]:
     S = settings("zhang_umae", profile)
     runs = []
     fits = 1 if S.probe_cs is not None and len(S.probe_cs) == 1 else (len(S.probe_cs) + 1 if S.probe_cs else 0)
-    datasets = list(S.datasets) + (["cifar10"] if S.data_root else [])
+    datasets = S.run_datasets
 
     def base_spec(ds):
         return umae.base_spec(S, ds)

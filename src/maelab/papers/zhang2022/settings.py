@@ -330,6 +330,11 @@ class ZhangUMAESettings(NotebookSettings):
     )
     model_choices: str = model_choices_setting("official")
 
+    @property
+    def run_datasets(self) -> list[str]:
+        """The datasets the page runs: ``datasets``, and CIFAR-10 when ``data_root`` points at a local copy."""
+        return list(self.datasets) + (["cifar10"] if self.data_root else [])
+
     def validate(self) -> None:
         if self.investigate_dataset not in self.datasets and not (
             self.investigate_dataset == "cifar10" and self.data_root
@@ -337,7 +342,7 @@ class ZhangUMAESettings(NotebookSettings):
             raise ParameterError(
                 "investigate_dataset", "one of datasets " + str(list(self.datasets)), self.investigate_dataset
             )
-        every = list(self.datasets) + (["cifar10"] if self.data_root else [])
+        every = self.run_datasets
         for ds, added in self.added_seeds.items():  # a dataset not on the page: its added seeds are not run
             if set(added) & set(self.seeds):
                 raise ParameterError(f"added_seeds[{ds!r}]", f"seeds not in seeds {list(self.seeds)}", list(added))

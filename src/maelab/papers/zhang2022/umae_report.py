@@ -107,7 +107,7 @@ def added_seeds(S: ZhangUMAESettings, dataset: str) -> list[int]:
     """The seeds added to ``dataset``'s runs after a first analysis (``S.added_seeds``; [] where none, or where
     ``dataset`` is not one of the page's datasets: narrowing ``datasets`` keeps the default ``added_seeds`` valid)."""
     S = _settings(S)
-    if dataset not in list(S.datasets) + (["cifar10"] if S.data_root else []):
+    if dataset not in S.run_datasets:
         return []
     return [int(s) for s in S.added_seeds.get(dataset, ())]
 
