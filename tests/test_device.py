@@ -559,6 +559,27 @@ def test_progress_counts_stored_results_and_completeness(tmp_path):
     assert choose_profile("masking", "auto", options) == "cpu"  # a cited result under another config: incomplete
 
 
+def test_runs_side_by_side_count_their_device_minutes_once():
+    """An installment's pool computes parts side by side: the device minutes spent are the union of the records'
+    compute intervals, not the sum of their wall times (8 parts of ~290 s each in one ~5-minute wave)."""
+    from types import SimpleNamespace
+
+    from maelab.device.progress import device_minutes
+
+    def rec(end: str, wall: float | None, stamp: bool = True):
+        prov = {"wall_time_s": wall} | ({"timestamp": f"2026-11-28T05:{end}+00:00"} if stamp else {})
+        return SimpleNamespace(provenance=prov)
+
+    side_by_side = [rec("10:00", 300.0), rec("09:50", 290.0), rec("10:00", 300.0)]  # one wave: 05:05:00-05:10:00
+    assert device_minutes(side_by_side) == pytest.approx(5.0)
+    later = rec("20:00", 120.0)  # 05:18:00-05:20:00, after a gap the device did not spend on these records
+    assert device_minutes([*side_by_side, later]) == pytest.approx(7.0)
+    overlapping = rec("11:00", 120.0)  # 05:09:00-05:11:00: one minute beyond the wave
+    assert device_minutes([*side_by_side, overlapping]) == pytest.approx(6.0)
+    assert device_minutes([rec("", 60.0, stamp=False), later]) == pytest.approx(3.0)  # no timestamp: on its own
+    assert device_minutes([]) == 0
+
+
 # ----------------------------------------------------------------------------------------------- provenance
 def test_git_state_from_the_pack_where_git_cannot_answer(tmp_path):
     """The lent machine's copy of the tree has no ``.git``: the runner hands the pack's commit to every program in

@@ -57,6 +57,29 @@ def _cited_elsewhere(root: Path, notebook: str, profile: str) -> list:
     return out
 
 
+def device_minutes(records) -> float:
+    """Minutes a device spent on ``records``: the length of the union of their compute intervals (each record's
+    ``[timestamp - wall_time_s, timestamp]``: the store stamps a record when it saves it), so that runs computed side by
+    side (an installment's pool, :mod:`maelab.prefetch`) count once, not once per worker. A record without a
+    readable timestamp counts its wall time on its own."""
+    from datetime import datetime
+
+    spans, alone = [], 0.0
+    for r in records:
+        wall = float(r.provenance.get("wall_time_s") or 0.0)
+        try:
+            end = datetime.fromisoformat(str(r.provenance["timestamp"])).timestamp()
+        except (KeyError, ValueError):
+            alone += wall
+            continue
+        spans.append((end - wall, end))
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        total += max(end - max(start, reach), 0.0)
+        reach = max(reach, end)
+    return (total + alone) / 60
+
+
 def progress(
     profile: str = "gpu",
     *,
@@ -69,7 +92,8 @@ def progress(
     their repeats), predicted minutes on ``device`` (default: :func:`maelab.cost.gpu_device` for ``gpu``, the
     calibrated CPU for ``cpu``), results stored (verified records of ``profile``, claims left out) and parts stored
     (:mod:`maelab.parts`: the finished runs of records an installment did not finish), the minutes they took on a
-    device of the profile's kind (a gpu record computed on a CPU does not count), whether the result set is complete
+    device of the profile's kind (a gpu record computed on a CPU does not count; runs side by side count once,
+    :func:`device_minutes`), whether the result set is complete
     (:func:`complete`), the minutes left (0 when complete, else the prediction less the minutes spent, at least 0:
     an estimate, as good as the plan), and the devices and torch versions that computed the records. ``root``: the
     results root (default the committed ``data/results``). A page's stored results are those of its folder and
@@ -96,7 +120,7 @@ def progress(
         whole = {r.name for r in recs if not parts.is_part(r.name)}
         counted = [r for r in recs if not parts.is_part(r.name) or r.name.split(parts.SEPARATOR)[0] not in whole]
         on_kind = [r for r in counted if str(r.provenance.get("device", "")).startswith("cpu") == (profile == "cpu")]
-        spent = sum(float(r.provenance.get("wall_time_s") or 0.0) for r in on_kind) / 60
+        spent = device_minutes(on_kind)
         n_parts = sum(parts.is_part(r.name) for r in recs)
         recs = [r for r in recs if not parts.is_part(r.name)]
         done = complete(nb, profile, root)
