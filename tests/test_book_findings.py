@@ -121,6 +121,33 @@ def test_findings_box_shows_stored_verdicts_with_badges_and_section_links(result
     }
 
 
+def test_a_page_without_claims_marks_its_result_set_complete_by_the_results_it_used(results):
+    """zhang_regime records no claims: its claims record lists the results its run used, so that the book can tell
+    when its gpu result set is complete (before, such a page was never complete and its gpu results never shown)."""
+    from maelab.book.runner import complete
+
+    def run(n: int):
+        ctx = book.setup("masking", _options(results))
+        a = ctx.load_or_compute("identity_1d", {"n": n}, lambda: {"err": 1.0})
+        ctx.load_or_compute("identity_1d", {"n": n}, lambda: {"err": 1.0})  # used twice, listed once
+        b = ctx.load_or_compute("other", {"k": 1}, lambda: {"v": 2.0})
+        return ctx.finish(), a, b
+
+    assert book.setup("masking", _options(results)).finish() is None  # nothing used: nothing to mark
+    assert not complete("masking", "cpu", results)
+    rec, a, b = run(3)
+    assert rec["claims"] == {} and rec["results"] == [
+        {"name": "identity_1d", "config_hash": a.provenance["config_hash"]},
+        {"name": "other", "config_hash": b.provenance["config_hash"]},
+    ]
+    assert complete("masking", "cpu", results)
+    assert run(3)[0].path.read_bytes() == rec.path.read_bytes()  # the same results: kept as it is
+    book.setup("masking", _options(results)).load_or_compute("identity_1d", {"n": 4}, lambda: {"err": 0.5})
+    assert not complete("masking", "cpu", results)  # a result it used was replaced under another config
+    rec4 = run(4)[0]
+    assert rec4["results"][0]["config_hash"] != rec["results"][0]["config_hash"] and complete("masking", "cpu", results)
+
+
 def test_findings_box_shows_record_error_for_a_tampered_record(results):
     rec = _store_claims({"bisulco.eq19_as_printed": 1.24}, results).finish()
     rec.path.write_text(rec.path.read_text().replace("1.24", "1e-12"))  # would flip the verdict to supported

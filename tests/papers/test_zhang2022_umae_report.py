@@ -33,6 +33,19 @@ def test_compare_and_raw_pixel_configs_find_the_committed_records(ds):
     assert cpu_hash(report.raw_pixels_config(CPU, ds)) == stored_hash(f"raw_pixels_{ds}")
 
 
+def test_committed_gpu_parts_belong_to_records_today_s_gpu_settings_compute():
+    """The parts an installment brought back (maelab.parts) are loaded by the next only if their record's config is
+    the one today's gpu settings give it: a settings change after they ran would orphan them silently."""
+    gpu = profiles.settings("zhang_umae", "gpu")
+    records = {f"compare_{ds}": report.compare_config(gpu, ds) for ds in gpu.run_datasets}
+    found = sorted((ROOT / "data" / "results" / "zhang_umae").glob("*__*.gpu.json"))
+    for path in found:
+        config = json.loads(path.read_text())["provenance"]["config"]
+        assert config["part of"] in records, f"{path.name}: a part of a record this page does not compute at gpu"
+        want = store.config_hash({"profile": "gpu", **records[config["part of"]]})
+        assert config["record config"] == want, f"{path.name}: its record's config is not today's gpu one"
+
+
 def test_a_second_look_has_its_own_record_config_and_halves_the_level():
     """The added seeds (a second look) are a record of their own, whose config differs from the first's in the
     seeds only; the dataset's rows are then tested at ALPHA / 2, the other datasets' at ALPHA."""

@@ -257,14 +257,18 @@ class Context:
         return res
 
     def _store_claims(self) -> store.Result | None:
-        if not self._claims:
-            return None
         rows = {k: self._claims[k] for k in sorted(self._claims)}
         key = {
             "profile": self.profile,
             "settings": settings_key(self.settings),  # fields at their omit_at value left out (rule 5 there)
             "claims": {k: self._claim_keys[k] for k in sorted(self._claim_keys)},
         }
+        data: dict = {"claims": rows}
+        if not rows:  # a page without claims (zhang_regime): the record marks its result set, see used_results
+            if not self.results:
+                return None
+            data["results"] = used_results(self)
+            key["results"] = [[r["name"], r["config_hash"]] for r in data["results"]]
         try:
             stored = store.load(self.notebook, "claims", self.profile, root=self.root)
         except store.OldSchemaError:
@@ -274,7 +278,7 @@ class Context:
             stored = None
         if stored is not None and stored.provenance.get("config_hash") == store.config_hash(key):
             diff = claims_difference(stored["claims"], rows)
-            if diff is None:
+            if diff is None:  # the same key: for a page without claims, the same results used
                 return stored
             if not diff.startswith("sources"):
                 warnings.warn(
@@ -285,7 +289,7 @@ class Context:
         return store.save(
             "claims",
             key,
-            {"claims": rows},
+            data,
             notebook=self.notebook,
             profile=self.profile,
             seeds=[self.seed],
@@ -314,6 +318,17 @@ class Context:
                 }
             )
         return pd.DataFrame(rows)
+
+
+def used_results(ctx: Context) -> list[dict]:
+    """The results a run of ``ctx``'s page used, each once (``name`` as a claim names its source, ``config_hash``):
+    what the claims record of a page *without* claims (``zhang_regime``) stores, so that
+    :func:`maelab.book.runner.complete` can tell whether its result set is complete -- a page with claims is
+    complete when every result its claims cite is stored, one without when every result it used is."""
+    seen = {}
+    for r in ctx.results:
+        seen.setdefault(ctx._source_name(r), r.provenance["config_hash"])
+    return [{"name": n, "config_hash": h} for n, h in seen.items()]
 
 
 def setup(notebook: str, run_options: Any = None, **params: Any) -> Context:

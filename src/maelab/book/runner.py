@@ -58,17 +58,17 @@ def choose_profile(notebook: str, requested: str, options: RunOptions | None = N
 def complete(notebook: str, profile: str, root: Path) -> bool:
     """Whether the notebook's ``profile`` result set is complete: its claims record is stored (a run of the notebook
     reached its end, here or on a lent machine) and every result that record cites is stored under the config hash
-    it cites."""
+    it cites (a page without claims: every result its run used, :func:`maelab.book.context.used_results`)."""
     try:
         claims = store.load(notebook, "claims", profile, root=root)
         if claims is None:
             return False
-        for rec in claims["claims"].values():
-            for src in rec.get("sources", []):
-                nb, _, name = src["name"].rpartition("/")
-                got = store.load(nb or notebook, name, profile, root=root)
-                if got is None or got.provenance.get("config_hash") != src["config_hash"]:
-                    return False
+        cited = [src for rec in claims["claims"].values() for src in rec.get("sources", [])]
+        for src in cited + list(claims.data.get("results", [])):
+            nb, _, name = src["name"].rpartition("/")
+            got = store.load(nb or notebook, name, profile, root=root)
+            if got is None or got.provenance.get("config_hash") != src["config_hash"]:
+                return False
     except (store.RecordError, KeyError, TypeError, AttributeError):
         return False
     return True
