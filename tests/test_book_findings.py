@@ -148,6 +148,18 @@ def test_a_page_without_claims_marks_its_result_set_complete_by_the_results_it_u
     assert rec4["results"][0]["config_hash"] != rec["results"][0]["config_hash"] and complete("masking", "cpu", results)
 
 
+def test_findings_box_of_a_page_without_claims_says_so(results):
+    """zhang_regime registers no claim: its box says the page reports measurements only, not that a record is
+    missing; a page with claims and no record says that none is stored yet."""
+    from maelab.claims import REGISTRY
+
+    assert not any(c.notebook == "zhang_regime" for c in REGISTRY.values())
+    text = " ".join(_parse(book.findings("zhang_regime", "cpu", root=results)._repr_html_()).text.split())
+    assert "records no claim of the papers" in text and "no claims record stored yet" not in text
+    text = " ".join(_parse(book.findings("masking", "cpu", root=results)._repr_html_()).text.split())
+    assert "no claims record stored yet" in text and "records no claim" not in text
+
+
 def test_findings_box_shows_record_error_for_a_tampered_record(results):
     rec = _store_claims({"bisulco.eq19_as_printed": 1.24}, results).finish()
     rec.path.write_text(rec.path.read_text().replace("1.24", "1e-12"))  # would flip the verdict to supported

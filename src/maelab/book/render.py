@@ -147,6 +147,8 @@ def findings(notebook: str, profile: str | None = None, *, when: str = "stored",
         "after": "Verdicts of this run, as stored in its claims record",
     }[when]
     note += f" ({_record_note(board)}), each computed by maelab.claims from the claim's stated criterion."
+    if board.empty:  # no claim of the registry is this page's (zhang_regime, a pilot)
+        note = "This page records no claim of the papers: it reports measurements only."
     return HTML(
         _findings_box(board, title="Findings of this page", note=note, links=_claim_links(board, "", same_page=True))
     )
