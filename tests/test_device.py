@@ -559,6 +559,34 @@ def test_progress_counts_stored_results_and_completeness(tmp_path):
     assert choose_profile("masking", "auto", options) == "cpu"  # a cited result under another config: incomplete
 
 
+def test_re_run_page_progress_table_reads_the_stored_gpu_plan(tmp_path):
+    """book/rerun.md's installment table: the stored gpu plan's runs and H100 minutes ("negligible" read as 0), the
+    results and parts stored of each page; without a stored plan, one row saying how to make it."""
+    import pandas as pd
+
+    from maelab.book.plan import _stage_gpu_progress
+    from maelab.device.progress import planned_from_table
+
+    results, out = tmp_path / "results", tmp_path / "staged"
+    out.mkdir()
+    _stage_gpu_progress(results, out)
+    assert pd.read_csv(out / "gpu-progress.csv").to_dict("records") == [
+        {"plan": "not stored: run python -m maelab.book plan --profile gpu --write"}
+    ]
+    table = pd.DataFrame({"notebook": ["masking", "zhang_umae"], "runs": [0, 5], "H100 min": ["negligible", "2.5"]})
+    assert planned_from_table(table) == {"masking": (0, 0.0), "zhang_umae": (5, 2.5)}
+    store.save("notebooks", {"k": 1}, {"table": table}, notebook="plan", profile="gpu", root=results)
+    store.save("compare_mnist__mae_s0", {"k": 1}, {"x": 1}, notebook="zhang_umae", profile="gpu", root=results)
+    _stage_gpu_progress(results, out)
+    got = pd.read_csv(out / "gpu-progress.csv").set_index("notebook")
+    assert list(got.index) == ["masking", "zhang_umae"]
+    row = got.loc["zhang_umae"]
+    assert (row["planned runs"], row["predicted H100 min"]) == (5, 2.5)
+    assert (row["results stored"], row["parts stored"]) == (0, 1)
+    assert row["complete"] == "no" and row["device min spent"] == 0  # a part saved here, on a CPU: not gpu minutes
+    assert row["predicted min left"] == 2.5
+
+
 def test_runs_side_by_side_count_their_device_minutes_once():
     """An installment's pool computes parts side by side: the device minutes spent are the union of the records'
     compute intervals, not the sum of their wall times (8 parts of ~290 s each in one ~5-minute wave)."""

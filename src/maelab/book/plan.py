@@ -154,8 +154,8 @@ def plan_command(profile: str, *, memory: bool = True, write: bool = False, runs
 def stage_plan_tables(results: Path, folder: Path) -> None:
     """Write the stored plan tables as ``folder/<profile>.csv`` and ``<profile>-calibration.csv``, and the check of
     the cost model against the committed cpu results (``scripts/check_cost_model.py --write``) as
-    ``cost-check-{summary,results,calibration}.csv`` (what book/rerun.md includes); a table that is not stored gets a
-    one-row CSV saying how to make it."""
+    ``cost-check-{summary,results,calibration}.csv`` and the installments' progress, ``gpu-progress.csv`` (what
+    book/rerun.md includes); a table that is not stored gets a one-row CSV saying how to make it."""
     import pandas as pd
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -165,6 +165,7 @@ def stage_plan_tables(results: Path, folder: Path) -> None:
         (rec["table"] if rec else missing).to_csv(folder / f"{p}.csv", index=False)
         (rec["calibration"] if rec else missing).to_csv(folder / f"{p}-calibration.csv", index=False)
     _stage_gpu_calibration(results, folder)
+    _stage_gpu_progress(results, folder)
     rec = store.load(PLAN_NOTEBOOK, COST_CHECK, "cpu", root=results)
     missing = pd.DataFrame([{"check": "not stored: run python scripts/check_cost_model.py --write"}])
     for part in ("summary", "results", "calibration"):
@@ -208,3 +209,23 @@ def _stage_gpu_calibration(results: Path, folder: Path) -> None:
         or [{"processes": "—", "speed-up (wall clock)": "not measured", "source": ""}]
     )
     pool.to_csv(folder / "gpu-pool.csv", index=False)
+
+
+def _stage_gpu_progress(results: Path, folder: Path) -> None:
+    """``gpu-progress.csv``: per notebook, what the installments have stored of the gpu profile and what is left
+    (:func:`maelab.device.progress.progress`, priced by the stored gpu plan), or a one-row CSV saying how to make
+    the plan."""
+    import pandas as pd
+
+    from ..device.progress import planned_from_table, progress
+
+    rec = store.load(PLAN_NOTEBOOK, "notebooks", "gpu", root=results)
+    if rec is None:
+        pd.DataFrame([{"plan": "not stored: run python -m maelab.book plan --profile gpu --write"}]).to_csv(
+            folder / "gpu-progress.csv", index=False
+        )
+        return
+    t = progress("gpu", root=results, planned=planned_from_table(rec["table"]))
+    t["complete"] = t["complete"].map({True: "yes", False: "no"})
+    t = t.rename(columns={"predicted min": "predicted H100 min", "min spent": "device min spent"})
+    t.to_csv(folder / "gpu-progress.csv", index=False)

@@ -87,13 +87,15 @@ def progress(
     root: str | Path | None = None,
     plans: dict | None = None,
     device=None,
+    planned: dict[str, tuple[int, float]] | None = None,
 ):
     """One row per planned notebook (``plans``: default :func:`maelab.cost.notebook_plans`): planned runs (with
     their repeats), predicted minutes on ``device`` (default: :func:`maelab.cost.gpu_device` for ``gpu``, the
-    calibrated CPU for ``cpu``), results stored (verified records of ``profile``, claims left out) and parts stored
-    (:mod:`maelab.parts`: the finished runs of records an installment did not finish), the minutes they took on a
-    device of the profile's kind (a gpu record computed on a CPU does not count; runs side by side count once,
-    :func:`device_minutes`), whether the result set is complete
+    calibrated CPU for ``cpu``; ``planned``, ``{notebook: (runs, minutes)}``, gives both instead, e.g. from the
+    stored plan table, :func:`planned_from_table`, without pricing the runs again), results stored (verified
+    records of ``profile``, claims left out) and parts stored (:mod:`maelab.parts`: the finished runs of records an
+    installment did not finish), the minutes they took on a device of the profile's kind (a gpu record computed on
+    a CPU does not count; runs side by side count once, :func:`device_minutes`), whether the result set is complete
     (:func:`complete`), the minutes left (0 when complete, else the prediction less the minutes spent, at least 0:
     an estimate, as good as the plan), and the devices and torch versions that computed the records. ``root``: the
     results root (default the committed ``data/results``). A page's stored results are those of its folder and
@@ -105,14 +107,18 @@ def progress(
 
     one_of("profile", profile, COMMITTED_PROFILES)
     root = Path(root) if root is not None else paths.committed_results()
-    plans = cost.notebook_plans(profile) if plans is None else plans
-    if device is None:
-        device = cost.gpu_device(root) if profile == "gpu" else cost.cpu_device()
+    if planned is None:
+        plans = cost.notebook_plans(profile) if plans is None else plans
+        if device is None:
+            device = cost.gpu_device(root) if profile == "gpu" else cost.cpu_device()
+        planned = {
+            nb: (sum(r.repeats for r in runs), sum(cost.predict(r, device)["seconds"] for r in runs) / 60)
+            for nb, runs in plans.items()
+        }
     rows = []
-    for nb, runs in plans.items():
+    for nb, (n_runs, predicted) in planned.items():
         if notebooks is not None and nb not in notebooks:
             continue
-        predicted = sum(cost.predict(r, device)["seconds"] for r in runs) / 60
         recs, bad = _records(root, nb, profile)
         recs += _cited_elsewhere(root, nb, profile)  # e.g. the zoo entries a zoo-reading page planned and cites
         # parts (maelab.parts) are progress, not results: their minutes count until their record is stored (whose
@@ -127,7 +133,7 @@ def progress(
         rows.append(
             {
                 "notebook": nb,
-                "planned runs": sum(r.repeats for r in runs),
+                "planned runs": int(n_runs),
                 "predicted min": round(predicted, 1),
                 "results stored": len(recs),
                 "parts stored": n_parts,
@@ -140,3 +146,14 @@ def progress(
             }
         )
     return pd.DataFrame(rows)
+
+
+def planned_from_table(table) -> dict[str, tuple[int, float]]:
+    """``{notebook: (runs, predicted minutes)}`` from a stored plan table (``data/results/plan/notebooks.<profile>``,
+    :func:`maelab.book.plan.plan_table`: its ``runs`` and ``H100 min`` columns, "negligible" read as 0), for
+    :func:`progress`'s ``planned``: the book's re-run page reads the plan the tests keep current
+    (``tests/test_cost_plans.py``) instead of pricing every run again (about a minute on a cold cost cache)."""
+    out = {}
+    for nb, runs, minutes in zip(table["notebook"], table["runs"], table["H100 min"], strict=True):
+        out[str(nb)] = (int(runs), 0.0 if str(minutes) == "negligible" else float(minutes))
+    return out
