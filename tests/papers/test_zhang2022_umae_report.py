@@ -261,6 +261,10 @@ def test_regime_summary_and_observed_text():
     )
     # 2 methods x 2 seeds x 2 datasets = 8 runs; 120 min at 100 images / s: 720,000 images, 90,000 per run
     assert "trains 90,000 images per run for the 8 runs" in text and "at the trainer's 100 images per second" in text
+    assert text.endswith("the `zhang_regime` page shows the curves, the fit windows and the recipe.")
+    # gpu: ViT-Tiny at a GPU's throughput; the micro ViT's cpu-budget question is not asked (nothing is read)
+    table, text = report.regime_summary(profiles.settings("zhang_regime", "gpu"), {}, None, "gpu")
+    assert table is None and text.startswith("This question is the cpu budget's, so the gpu profile does not ask")
     check = SimpleNamespace(trained=[0.7, 0.8], random_init=[0.6, 0.6], seeds=[0, 1], met=False)
     obs = report.observed_text(SMOKE, "shapes", check)
     # smoke: 2 epochs of 128 images in batches of 64

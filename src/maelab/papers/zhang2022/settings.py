@@ -518,7 +518,7 @@ class ZhangRegime(NotebookSettings):
     cpu: blr 4e-3, batch 256, mask 0.75, 30,000 images x 8 epochs (240,000 images seen) from a pilot of plain MAE,
     seed 0 (patch 7: the [CLS] probe 76.5 % at init -> 78.4 %, 20-NN 65.9 % -> 77.0 %), sized to fit 45 minutes of a
     shared 2-core machine (measured: the page's wall time is printed at its end).
-    gpu: the same recipe, longer (never run: no session has had a GPU yet).
+    gpu: the same recipe, longer (not run yet; the zhang_umae page does not read it at gpu, see REGIME_ASKED_AT).
     smoke: tiny, two seeds: the pipeline only.
     """
 

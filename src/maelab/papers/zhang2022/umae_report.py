@@ -442,6 +442,12 @@ def legacy_text(allruns: pd.DataFrame) -> str:
     )
 
 
+#: The profiles at which the page asks whether the cpu budget reaches a learned MAE (``zhang_regime``'s curves of
+#: the micro ViT, priced at the trainer's throughput against the cpu budget): not at ``gpu``, whose models are
+#: ViT-Tiny and whose throughput is a GPU's -- there the question and its pricing would not be this page's.
+REGIME_ASKED_AT = ("smoke", "cpu")
+
+
 def regime_summary(RS: Any, reg: Mapping, throughput: Any, profile: str) -> tuple[pd.DataFrame | None, str]:
     """What ``zhang_regime``'s stored curves (``reg``: ``{seed: result or None}``, ``RS``: its settings of
     ``profile``) say about reaching a learned MAE on the cpu budget: the per-seed extrapolation table
@@ -449,7 +455,13 @@ def regime_summary(RS: Any, reg: Mapping, throughput: Any, profile: str) -> tupl
     every seed needs against the images the budget trains per run
     (:func:`maelab.papers.zhang2022.regime.affordable_images`) at the trainer's logged throughput.
     ``(None, why)`` when a result is missing (``reg``'s or the regime's ``throughput``, read only to tell that the
-    regime page ran)."""
+    regime page ran), and at ``gpu``, where the question is not asked (:data:`REGIME_ASKED_AT`)."""
+    if profile not in REGIME_ASKED_AT:
+        return None, (
+            f"This question is the cpu budget's, so the {profile} profile does not ask it here: its models are "
+            "ViT-Tiny, not the micro ViT `zhang_regime` follows, and whether they learned is the learning check "
+            "above, run by run. "
+        )
     if throughput is None or not reg or any(r is None for r in reg.values()):
         return None, (
             f"`zhang_regime`'s {profile} results are not stored (this page was run without it), so there "
@@ -502,6 +514,10 @@ def regime_summary(RS: Any, reg: Mapping, throughput: Any, profile: str) -> tupl
                 else "enough, by this optimistic estimate."
             )
         )
+    text += (
+        " Training alone is counted (probes, fine-tuning and evaluation come on top), so the budget buys fewer images "
+        "than stated; the `zhang_regime` page shows the curves, the fit windows and the recipe."
+    )
     return table, text
 
 
