@@ -18,9 +18,17 @@ def _spec(**kw):
     return E.PretrainSpec(**base)
 
 
-def test_evaluate_run_matches_independent_recomputation_and_survives_resume(cache):
+def test_evaluate_run_matches_independent_recomputation_and_survives_resume(cache, capsys):
     spec = _spec()
     r = U.evaluate_run(spec, rank_epochs=(0, 2), device="cpu", progress=False)
+    # one stderr line per run: where its time went (a gpu installment's log), no fine-tuning phase without it
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith(f"[umae] mae seed 0 on {spec.dataset}: pre-training ") and "fine-tuning" not in line
+    assert [p.rsplit(" ", 2)[0] for p in line.split(": ", 1)[1].split("; ")] == [
+        "pre-training",
+        "probes, 20-NN and ranks of both pools",
+        "reconstruction loss and snapshot ranks",
+    ]
     # epoch-0 rank = rank of a freshly built (untrained) model: the snapshot is the initial weights
     init = E.random_init_features(_spec(snapshot_epochs=(0, 2)), device="cpu")
     assert r["ranks"][0][0] == 0 and r["ranks"][0][1] == pytest.approx(init["effective_rank"], rel=1e-6)
