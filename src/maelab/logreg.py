@@ -174,9 +174,10 @@ def _newton(z, y, w, b, C, max_iter, tol, h_data=None):
 
     Forming the data Hessian is the expensive part, so it is reused while it works: ``h_data`` (e.g. from the
     previous C of a path) is used for the first step, and a new one is formed only when a step shrank the largest
-    gradient component by less than 10x, or a step failed. Any positive-definite matrix gives a descent direction,
-    and the stopping rule is on the exact gradient, so the optimum reached is the same. Returns
-    (W, b, iterations, last data Hessian)."""
+    gradient component by less than 10x, or a step failed; its LU factors are reused with it (on the CPU,
+    ``lu_factor`` + ``lu_solve`` are LAPACK's getrf + getrs, what ``linalg.solve`` runs: the same steps, bit for
+    bit). Any positive-definite matrix gives a descent direction, and the stopping rule is on the exact gradient, so
+    the optimum reached is the same. Returns (W, b, iterations, last data Hessian)."""
     n, d = z.shape
     k = w.shape[0]
     a = torch.cat([z, torch.ones(n, 1, dtype=z.dtype, device=z.device)], dim=1)
@@ -193,14 +194,16 @@ def _newton(z, y, w, b, C, max_iter, tol, h_data=None):
         g = (torch.softmax(logits, dim=1) - torch.nn.functional.one_hot(y, k).to(z.dtype)).T @ a / n + reg * t
         return f, g, logits
 
-    it, fresh = 0, False
+    it, fresh, lu = 0, False, None
     if h_data is not None and h_data.shape != fixed.shape:
         h_data = None
     f, g, logits = f_and_g(theta)
     while it < max_iter and float(g.abs().max()) > tol:
         if h_data is None:
-            h_data, fresh = _newton_hessian(a, torch.softmax(logits, dim=1)), True
-        step = torch.linalg.solve(h_data + fixed, g.reshape(-1)).reshape(k, d + 1)
+            h_data, fresh, lu = _newton_hessian(a, torch.softmax(logits, dim=1)), True, None
+        if lu is None:  # factor once per Hessian: the steps that reuse it cost two triangular solves, not an LU each
+            lu = torch.linalg.lu_factor(h_data + fixed)
+        step = torch.linalg.lu_solve(*lu, g.reshape(-1, 1)).reshape(k, d + 1)
         s, ok = _armijo(f_and_g, theta, step, f, g)
         if not ok:
             if fresh:  # no decrease even with the exact Hessian: converged to the precision of float64
