@@ -460,7 +460,7 @@ def regime_summary(RS: Any, reg: Mapping, throughput: Any, profile: str) -> tupl
         return None, (
             f"This question is the cpu budget's, so the {profile} profile does not ask it here: its models are "
             "ViT-Tiny, not the micro ViT `zhang_regime` follows, and whether they learned is the learning check "
-            "above, run by run. "
+            "above, seed by seed."
         )
     if throughput is None or not reg or any(r is None for r in reg.values()):
         return None, (
