@@ -233,7 +233,7 @@ def test_program_injects_the_run_options_after_the_parameters_cell(tmp_path):
     body = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     assert body[:2] == [
         "from maelab.device.kernel import install as _maelab_device_install",
-        f"_maelab_device_install(record_log={str(tmp_path / 'log.jsonl')!r})",
+        f"_maelab_device_install(record_log={str(tmp_path / 'log.jsonl')!r}, reads_log=None)",
     ]
     # after the parameters, the installed paper registry's bootstrap, as the book's runner injects it into a kernel
     install = "papers.install()  # the paper registry (maelab.registry), from the runner"
@@ -260,7 +260,7 @@ def test_the_kernel_draws_no_findings_box():
 def test_pack_refuses_what_does_not_fit_and_keeps_the_old_folder(dry, tmp_path):
     pack_dir = pk.pack(["masking"], out=tmp_path / "pack", wheels=False, log=_quiet)
     before = (pack_dir / "manifest.json").read_bytes()
-    with pytest.raises(DeviceError, match=r"exceed 1\.0 MiB; carry fewer datasets") as e:
+    with pytest.raises(DeviceError, match=r"exceed 1\.0 MiB; carry only the rows read \(--trim\)") as e:
         pk.pack(["masking"], out=pack_dir, wheels=False, limit_bytes=1 << 20, log=_quiet)
     assert "\n" not in str(e.value)
     assert (pack_dir / "manifest.json").read_bytes() == before
@@ -335,6 +335,99 @@ def test_carried_dataset_round_trip(tmp_path, monkeypatch):
     (tmp_path / "pack" / "datasets" / "cifar_dogcat.npz.xz").write_bytes(lzma.compress(bytes(raw)))
     with pytest.raises(DeviceError, match="carried dataset cifar_dogcat does not check"):
         rn.unpack_datasets(tmp_path / "pack", manifest, tmp_path / "data2", log=_quiet)
+
+
+def _stand_in_dogcat(tmp_path, monkeypatch, n_train=40, n_test=20):
+    """A stand-in for cifar_dogcat fetched into ``tmp_path/fetched`` (SPECS patched here); returns the source of
+    a program cell that patches SPECS the same way in a notebook program's own process."""
+    from maelab.data import packaged
+
+    rng = np.random.default_rng(0)
+    arrays = {
+        "train_images": rng.integers(0, 256, (n_train, 3, 32, 32), dtype=np.uint8),
+        "train_labels": rng.integers(0, 2, n_train).astype(np.int64),
+        "test_images": rng.integers(0, 256, (n_test, 3, 32, 32), dtype=np.uint8),
+        "test_labels": rng.integers(0, 2, n_test).astype(np.int64),
+    }
+    sha = packaged.arrays_sha256(arrays)
+    spec = dataclasses.replace(packaged.SPECS["cifar_dogcat"], counts=(n_train, n_test), sha256=sha)
+    monkeypatch.setitem(packaged.SPECS, "cifar_dogcat", spec)
+    monkeypatch.setenv("MAELAB_DATA_DIR", str(tmp_path / "fetched"))
+    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "fetched").mkdir()
+    np.savez_compressed(tmp_path / "fetched" / "cifar_dogcat.npz", **arrays, sha256=np.array(sha), source=np.array("t"))
+    return (
+        "import dataclasses\nfrom maelab.data import packaged\n"
+        "packaged.SPECS['cifar_dogcat'] = dataclasses.replace(packaged.SPECS['cifar_dogcat'], "
+        f"counts=({n_train}, {n_test}), sha256={sha!r})\n"
+    )
+
+
+def _loading(patch: str, loads: str) -> dict:
+    """A notebook program (for :func:`maelab.device.pack.convert`) whose one cell after the parameters loads
+    ``loads`` (``split, n, seed`` tuples, one per line) of the stand-in and prints a checksum of each."""
+    body = patch + "from maelab import data\nfor split, n, seed in [" + loads + "]:\n"
+    body += "    ds = data.load('cifar_dogcat', split, n=n, seed=seed)\n"
+    body += "    print('LOADED', split, n, seed, float(ds.images.sum()), ds.meta['indices'])\n"
+    return {"cells": [{"source": "run_options = None", "tags": ["parameters"]}, {"source": body, "tags": []}],
+            "parameters_cell": 0}  # fmt: skip
+
+
+def test_a_trimmed_pack_carries_the_rows_its_dry_run_reads(tmp_path, monkeypatch):
+    """``pack --trim``: the notebook's dry run (the runner's, here) is traced, the dataset travels as the rows it
+    read, and on the run the same loads get the same images as from the whole file here; a load outside them stops
+    the notebook in one line."""
+    from maelab import data
+    from maelab.data import rows
+
+    patch = _stand_in_dogcat(tmp_path, monkeypatch)
+    loads = [("train", 12, 0), ("train", 4, 2), ("test", 6, 0)]
+    monkeypatch.setattr(pk, "convert", lambda src: _loading(patch, ", ".join(map(repr, loads))))
+    lines = []
+    pack_dir = pk.pack(
+        ["masking"], out=tmp_path / "pack", datasets=["cifar_dogcat"], wheels=False, trim=True, log=lines.append
+    )
+    entry = json.loads((pack_dir / "manifest.json").read_text())["datasets"]["cifar_dogcat"]
+    reads = [{"name": "cifar_dogcat", "split": s, "n": n, "seed": k} for s, n, k in loads]
+    n_train = len(rows.needed_rows("cifar_dogcat", reads)["train"])
+    assert entry["rows"] == {"train": n_train, "test": 6} and entry["file"].endswith(rows.SUFFIX + ".xz")
+    assert f"[pack] cifar_dogcat: train {n_train}, test 6 rows" in lines and "(rows read)" in lines[-1]
+    whole = pk.compressed_dataset("cifar_dogcat", ROOT, log=_quiet)
+    assert (pack_dir / entry["file"]).stat().st_size < whole.stat().st_size
+    _, man = rn.run(out=tmp_path / "out", pack_dir=pack_dir, budget_min=5, device="cpu", dry_run=True, log=_quiet)
+    assert man["run"]["notebooks"]["masking"]["status"] == "finished", man["run"]["notebooks"]
+    log = next((tmp_path / "out").glob("*.log")).read_text().splitlines()
+    want = []
+    for split, n, seed in loads:  # the same loads, here, from the whole file
+        ds = data.load("cifar_dogcat", split, n=n, seed=seed)
+        want.append(f"LOADED {split} {n} {seed} {float(ds.images.sum())} {ds.meta['indices']}")
+    assert [ln for ln in log if ln.startswith("LOADED")] == want  # the same rows, the same pixels
+    _replace_program(pack_dir, "masking", _loading(patch, "('train', 30, 0)")["cells"])
+    _, man = rn.run(out=tmp_path / "out-more", pack_dir=pack_dir, budget_min=5, device="cpu", dry_run=True, log=_quiet)
+    outcome = man["run"]["notebooks"]["masking"]
+    assert outcome["status"] == "failed" and "RowsNotCarried" in outcome["error"]
+    assert "without --trim" in outcome["error"]
+
+
+def test_a_trim_whose_dry_run_fails_packs_nothing(tmp_path, monkeypatch):
+    """A page that fails in the traced dry run (not at a dataset left behind) stops the pack in one line; the old
+    folder stays. A dataset the dry run does not read stays behind."""
+    patch = _stand_in_dogcat(tmp_path, monkeypatch)
+    monkeypatch.setattr(pk, "convert", lambda src: _loading(patch, ""))
+    pack_dir = pk.pack(["masking"], out=tmp_path / "pack", datasets=["cifar_dogcat"], wheels=False, trim=True,
+                       log=_quiet)  # fmt: skip
+    assert json.loads((pack_dir / "manifest.json").read_text())["datasets"] == {}
+    before = (pack_dir / "manifest.json").read_text()
+    monkeypatch.setattr(pk, "convert", lambda src: _loading(patch + "raise RuntimeError('broken page')\n", ""))
+    with pytest.raises(DeviceError, match="did not finish masking .*broken page.*pack without --trim"):
+        pk.pack(["masking"], out=pack_dir, datasets=["cifar_dogcat"], wheels=False, trim=True, log=_quiet)
+    assert (pack_dir / "manifest.json").read_text() == before
+
+
+def test_run_refuses_a_reads_log_outside_a_dry_run(dry, tmp_path):
+    pack_dir, _, _ = dry
+    with pytest.raises(ParameterError, match="reads_log"):
+        rn.run(out=tmp_path, pack_dir=pack_dir, device="cpu", reads_log=tmp_path / "r.jsonl", log=_quiet)
 
 
 # ----------------------------------------------------------------------------------------------- import refusals

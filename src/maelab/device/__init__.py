@@ -6,8 +6,9 @@ folder, for about 15 minutes of machine time, one command at most 10 minutes. So
 installments that survive being stopped:
 
 1. **Pack, here** (:mod:`maelab.device.pack`): ``python -m maelab.device pack NOTEBOOK...`` fills ``.device/``
-   (gitignored) with the notebooks' code cells, the fetched datasets they read (xz-compressed), the wheels the
-   machine lacks and a manifest (commit, dirty flag, code fingerprint), and checks tree + folder <= 60 MiB.
+   (gitignored) with the notebooks' code cells, the fetched datasets they read (xz-compressed; with ``--trim`` only
+   the rows their gpu dry run, traced here first, reads: :mod:`maelab.data.rows`), the wheels the machine lacks
+   and a manifest (commit, dirty flag, code fingerprint), and checks tree + folder <= 60 MiB.
 2. **Run, there** (:mod:`maelab.device.runner`, :mod:`maelab.device.kernel`): ``python -m maelab.device run
    --profile gpu --budget-min 8 --out $OUT`` computes the notebooks' pending results as plain Python programs until
    the budget; every result is a complete store record, a cut-off one leaves nothing behind; the new records go

@@ -29,6 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help=f"the carried folder (default {PACK_DIR}/)")
     p.add_argument("--datasets", nargs="*", default=None, help="fetched datasets to carry (default: all named)")
     p.add_argument("--no-wheels", action="store_true", help="carry no wheels (a dry run here needs none)")
+    p.add_argument(
+        "--trim", action="store_true", help="carry only the rows of each dataset the notebooks read (traced here first)"
+    )
     r = sub.add_parser("run", help="compute pending results until the budget, archive them (on the lent machine)")
     r.add_argument("notebooks", nargs="*", metavar="NOTEBOOK", help="default: the pack's, in its order")
     r.add_argument("--profile", default="gpu", choices=COMMITTED_PROFILES)
@@ -59,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "pack":
             from .pack import pack
 
-            pack(a.notebooks, profile=a.profile, out=a.out, datasets=a.datasets, wheels=not a.no_wheels)
+            pack(a.notebooks, profile=a.profile, out=a.out, datasets=a.datasets, wheels=not a.no_wheels, trim=a.trim)
         elif a.cmd == "run":
             from .archive import summary
             from .runner import run

@@ -17,6 +17,10 @@ renders a page, which the lent machine lacks (IPython, myst-nb, jupytext, paperm
   hash, loaded or computed, seconds) to the file :func:`install` is given (``record_log``; the runner writes it
   into the program's first line): the runner reports which record a stopped notebook was computing and how long
   each took.
+* Given ``reads_log``, every load of a fetched dataset is logged there too (JSON lines: name, split, n, seed;
+  :func:`maelab.data.packaged.on_read`): ``python -m maelab.device pack --trim`` runs the notebooks' gpu dry run
+  here with it and carries only the rows they read (:mod:`maelab.data.rows`). In this process only: a dry run on a
+  CPU has no pre-training pool (:mod:`maelab.prefetch`), and the pool's runs load what the page itself then loads.
 """
 
 from __future__ import annotations
@@ -121,9 +125,10 @@ def _stop(signum, frame):
     raise KeyboardInterrupt(f"maelab.device: stopped at the time budget (signal {signum})")
 
 
-def install(record_log: str | None = None) -> None:
+def install(record_log: str | None = None, reads_log: str | None = None) -> None:
     """Turn this process into a compute-only notebook kernel (see the module docstring). Call it first.
-    ``record_log``: the file the store's requests are logged to (JSON lines; None: not logged)."""
+    ``record_log``: the file the store's requests are logged to (JSON lines; None: not logged); ``reads_log``: the
+    file the loads of fetched datasets are logged to (None: not logged)."""
     _stub_modules()
     signal.signal(signal.SIGTERM, _stop)
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -140,3 +145,7 @@ def install(record_log: str | None = None) -> None:
     context.refresh_findings = lambda *args, **kwargs: None  # ``Context.finish``'s redraw (bound in book.context)
     if not hasattr(store.load_or_compute, "__wrapped__"):
         store.load_or_compute = _logged(store.load_or_compute, record_log)
+    if reads_log:
+        from ..data import packaged
+
+        packaged.on_read(lambda read: _log(reads_log, read))

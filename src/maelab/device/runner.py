@@ -66,19 +66,32 @@ ARCHIVE_FULL_BYTES = 12 << 20
 #: The notebooks' pre-training pool on CUDA (:mod:`maelab.prefetch`).
 TRAIN_WORKERS = DEFAULT_GPU_WORKERS
 LOG_TAIL_BYTES = 4 << 20  # the run's log beside the archive keeps at most this much per notebook (its end)
+#: A dry run that traces the loads runs every repeat of every loop (DryRunLimits.repeats): a page whose data rows
+#: follow its seeds reads them all, as the gpu run will.
+EVERY_REPEAT = 1 << 30
 
 
 # ----------------------------------------------------------------------------------------------- programs
-def program(cells: list[dict], parameters_cell: int, params: dict, notebook: str, record_log: str | None = None) -> str:
+def program(
+    cells: list[dict],
+    parameters_cell: int,
+    params: dict,
+    notebook: str,
+    record_log: str | None = None,
+    reads_log: str | None = None,
+) -> str:
     """The plain Python program of a notebook: the compute-only kernel (logging the records the notebook asks for
-    to ``record_log``, JSON lines), then its code cells in order with ``params`` assigned right after the
-    ``parameters`` cell (papermill's cell of injected parameters: ``run_options``, as the book's runner passes them)
-    and, after them, the installed paper registry's ``bootstrap`` (what the book's runner injects into a kernel,
+    to ``record_log`` and, if given, its loads of fetched datasets to ``reads_log``; JSON lines), then its code
+    cells in order with ``params`` assigned right after the ``parameters`` cell (papermill's cell of injected
+    parameters: ``run_options``, as the book's runner passes them) and, after them, the installed paper
+    registry's ``bootstrap`` (what the book's runner injects into a kernel,
     :func:`maelab.book.runner.inject_registry`: the program's pages need every paper's settings and claim rows)."""
     lines = [
         f"# notebooks/{notebook}.md as a plain program (maelab.device): code cells in order, parameters injected",
         "from maelab.device.kernel import install as _maelab_device_install",
-        f"_maelab_device_install(record_log={None if record_log is None else str(record_log)!r})",
+        "_maelab_device_install(record_log={!r}, reads_log={!r})".format(
+            *(None if p is None else str(p) for p in (record_log, reads_log))
+        ),
     ]
     for i, cell in enumerate(cells):
         lines += [f"# %% cell {i}" + (f" [{', '.join(cell['tags'])}]" if cell["tags"] else ""), cell["source"]]
@@ -100,19 +113,29 @@ def _check_tree(repo: Path, manifest: dict, notebooks: list[str]) -> None:
 
 def unpack_datasets(pack_dir: Path, manifest: dict, dest: Path, log=print) -> Path:
     """Decompress the carried datasets into ``dest`` (a data dir for ``$MAELAB_DATA_DIR``), each checked by the
-    loader's own hash check (:func:`maelab.data.packaged.read_arrays`); returns ``dest``."""
-    from ..data import packaged
+    loader's own hash check (:func:`maelab.data.packaged.read_arrays`; a dataset carried as rows,
+    :mod:`maelab.data.rows`, by :func:`~maelab.data.rows.read_rows` and against the rows hash the pack wrote);
+    returns ``dest``."""
+    from ..data import packaged, rows
 
     dest.mkdir(parents=True, exist_ok=True)
     for name, entry in manifest.get("datasets", {}).items():
         one_of("carried dataset", name, packaged.NAMES)
         t0 = time.perf_counter()
-        (dest / f"{name}.npz").write_bytes(lzma.decompress((pack_dir / entry["file"]).read_bytes()))
+        target = dest / (f"{name}{rows.SUFFIX}" if entry.get("rows") else f"{name}.npz")
+        target.write_bytes(lzma.decompress((pack_dir / entry["file"]).read_bytes()))
         try:
-            packaged.read_arrays(name, dest)
+            if entry.get("rows"):
+                part = rows.read_rows(name, target)
+                if str(part["rows_sha256"]) != entry.get("rows_sha256"):
+                    raise ParameterError(f"{name} rows", "the rows the pack made", "other rows")
+            else:
+                packaged.read_arrays(name, dest)
         except ParameterError as e:
             raise DeviceError(f"carried dataset {name} does not check ({e}); pack again") from None
-        log(f"[run] dataset {name} unpacked and checked in {time.perf_counter() - t0:.1f} s")
+        rows_of = entry.get("rows")
+        what = ", ".join(f"{k} {rows_of[k]}" for k in ("train", "test")) + " rows" if rows_of else "whole"
+        log(f"[run] dataset {name} ({what}) unpacked and checked in {time.perf_counter() - t0:.1f} s")
     return dest
 
 
@@ -218,6 +241,8 @@ def run_program(script: Path, cwd: Path, env: dict, deadline: float, out_log: Pa
         outcome["error"] = next((ln.strip() for ln in reversed(tail) if ln.strip()), "")[:300]
         if "DatasetNotFetched" in outcome["error"]:  # on the lent machine nothing can be fetched: carry it
             outcome["error"] += " -- not carried: pack it (python -m maelab.device pack ... --datasets NAME)"
+        elif "RowsNotCarried" in outcome["error"]:
+            outcome["error"] += " -- pack it again (python -m maelab.device pack ... without --trim)"
     return outcome
 
 
@@ -252,10 +277,13 @@ def _env(src: Path, data: Path) -> dict:
     return env
 
 
-def run_options(manifest: dict, device: str, root: Path, scratch: Path | None, train_workers: int = 0) -> RunOptions:
+def run_options(
+    manifest: dict, device: str, root: Path, scratch: Path | None, train_workers: int = 0, every_repeat: bool = False
+) -> RunOptions:
     """The run options of every notebook program: the pack's profile, ``device``, no progress bars, the results
     folder ``root``, the pack's commit (the copy of the tree here has no ``.git``), in a dry run its caps with
-    ``scratch`` as the scratch folder, the pre-training pool (``train_workers``) and parts stored
+    ``scratch`` as the scratch folder (``every_repeat``: with no cap on repeats, :data:`EVERY_REPEAT`, so that a
+    trace of the loads sees every seed's), the pre-training pool (``train_workers``) and parts stored
     (``store_parts``)."""
     commit = str(manifest.get("commit", ""))
     git = (
@@ -266,7 +294,11 @@ def run_options(manifest: dict, device: str, root: Path, scratch: Path | None, t
         device=device,
         progress=False,
         results_root=str(root),
-        dry_run=DryRunLimits(scratch=str(scratch)) if scratch is not None else None,
+        dry_run=(
+            DryRunLimits(scratch=str(scratch), **({"repeats": EVERY_REPEAT} if every_repeat else {}))
+            if scratch is not None
+            else None
+        ),
         git=git,
         train_workers=train_workers,
         store_parts=True,
@@ -308,6 +340,7 @@ def run(
     calibrate: bool = False,
     results_dir: str | os.PathLike | None = None,
     train_workers: int | None = None,
+    reads_log: str | os.PathLike | None = None,
     repo: Path | None = None,
     grace_s: float = GRACE_S,
     log=print,
@@ -317,7 +350,9 @@ def run(
     store's, ``data/results``; a dry run always uses its temp folder); ``calibrate``: first time the gpu profile's
     training steps (:func:`maelab.device.calibrate.calibrate`) and archive the calibration record too;
     ``train_workers``: the notebooks' pre-training pool (:mod:`maelab.prefetch`; default :data:`TRAIN_WORKERS` on
-    CUDA, none on a CPU)."""
+    CUDA, none on a CPU); ``reads_log``: a dry run that logs every load of a fetched dataset to this file (JSON
+    lines, :func:`maelab.device.kernel.install`) and runs every repeat of every loop, what
+    ``pack --trim`` reads."""
     from .. import store
     from .archive import write_archive
 
@@ -327,6 +362,8 @@ def run(
         raise ParameterError("--calibrate", "used with --profile gpu (a calibration is the gpu plan's)", profile)
     if not isinstance(budget_min, (int, float)) or not budget_min > 0:
         raise ParameterError("--budget-min", "a number of minutes > 0", budget_min)
+    if reads_log is not None and not dry_run:
+        raise ParameterError("reads_log", "used with a dry run (it traces a dry run's loads)", reads_log)
     out = folder_path("out (--out)", out)
     manifest, notebooks, here = _plan(pack_dir, notebooks, profile, device, dry_run, repo)
     if train_workers is None:
@@ -344,7 +381,7 @@ def run(
         data = unpack_datasets(pack_dir, manifest, work / "data", log)
         scratch = (work / "dry-run") if dry_run else None
         root = (scratch / "results") if dry_run else Path(results_dir or store.results_root(profile)).resolve()
-        options = run_options(manifest, device, root, scratch, train_workers)
+        options = run_options(manifest, device, root, scratch, train_workers, every_repeat=reads_log is not None)
         folders = list(notebooks) + list(SHARED_FOLDERS) + (["plan"] if calibrate else [])
         before = snapshot(root, folders)
         outcomes: dict[str, dict] = {}
@@ -355,7 +392,7 @@ def run(
             if _new_bytes(root, folders, before) > ARCHIVE_FULL_BYTES:
                 outcomes[nb] = {"status": "not started", "seconds": 0.0, "records": [], "error": "archive full"}
                 continue
-            outcomes[nb] = _one(nb, pack_dir, manifest, repo, env, work, options, deadline, grace_s)
+            outcomes[nb] = _one(nb, pack_dir, manifest, repo, env, work, options, deadline, grace_s, reads_log)
             removed = clean(root, folders, before)
             _report(nb, outcomes[nb], removed, log)
         records = new_records(root, folders, before)
@@ -396,14 +433,16 @@ def _report(nb: str, outcome: dict, removed: list[str], log) -> None:
     log(line + (f"; {outcome['error']}" if outcome.get("error") else ""))
 
 
-def _one(nb, pack_dir, manifest, repo, env, work, options: RunOptions, deadline, grace_s) -> dict:
-    """Run notebook ``nb``'s program (or note that the budget is spent); its outcome with the records it asked for."""
+def _one(nb, pack_dir, manifest, repo, env, work, options: RunOptions, deadline, grace_s, reads_log=None) -> dict:
+    """Run notebook ``nb``'s program (or note that the budget is spent); its outcome with the records it asked for
+    (its loads of fetched datasets appended to ``reads_log``, when given)."""
     if _budget_left(deadline) <= 0:
         return {"status": "not started", "seconds": 0.0, "records": []}
     prog = json.loads((pack_dir / manifest["programs"][nb]["file"]).read_text())
     params = {"run_options": options.to_param()}
     script, record_log = work / f"{nb}.py", work / f"{nb}.records.jsonl"
-    script.write_text(program(prog["cells"], prog["parameters_cell"], params, nb, record_log=str(record_log)))
+    reads = None if reads_log is None else str(reads_log)
+    script.write_text(program(prog["cells"], prog["parameters_cell"], params, nb, str(record_log), reads))
     outcome = run_program(script, repo / "notebooks", env, deadline, work / f"{nb}.out", grace_s)
     outcome["records"] = _records_asked(record_log)
     return outcome

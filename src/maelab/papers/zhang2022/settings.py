@@ -176,10 +176,10 @@ class ZhangUMAESettings(NotebookSettings):
 
     gpu: ViT-Tiny (192-d, 12 layers, 4-layer 192-d decoder) with patch 4, on MNIST, cifar_dogcat and
     Fashion-MNIST, 5 seeds; sized with the cost model (``python -m maelab.book plan --profile gpu``); computed by
-    installments on a lent GPU (``maelab.device``), ``compare_fashion_mnist`` first. The datasets are listed in the
-    order an installment can carry them: the page stores each dataset's results before it reads the next, and a
-    pack holds the tree plus MNIST and cifar_dogcat, or Fashion-MNIST alone (60 MiB), so two packs complete the page
-    (Fashion-MNIST last, with the investigation, which runs on it).
+    installments on a lent GPU (``maelab.device``), ``compare_fashion_mnist`` first. The page stores each
+    dataset's results before it reads the next. A pack of whole datasets holds the tree plus MNIST and cifar_dogcat,
+    or Fashion-MNIST alone (60 MiB); ``pack --trim`` carries the rows the page reads, all three in 9.5 MiB
+    (8,000 + 2,000 rows each of MNIST and Fashion-MNIST, all of cifar_dogcat).
 
     smoke: one seed, so the paired claims are inconclusive ("needs >= 2 paired samples"): the pipeline only (shapes
     and mnist10k ship with the repository, so CI's smoke run needs no fetched data); mnist10k gets one added seed,
