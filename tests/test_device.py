@@ -260,7 +260,7 @@ def test_the_kernel_draws_no_findings_box():
 def test_pack_refuses_what_does_not_fit_and_keeps_the_old_folder(dry, tmp_path):
     pack_dir = pk.pack(["masking"], out=tmp_path / "pack", wheels=False, log=_quiet)
     before = (pack_dir / "manifest.json").read_bytes()
-    with pytest.raises(DeviceError, match=r"exceed 1\.0 MiB; carry only the rows read \(--trim\)") as e:
+    with pytest.raises(DeviceError, match=r"exceed 1\.0 MiB; --trim, or carry fewer datasets") as e:
         pk.pack(["masking"], out=pack_dir, wheels=False, limit_bytes=1 << 20, log=_quiet)
     assert "\n" not in str(e.value)
     assert (pack_dir / "manifest.json").read_bytes() == before
@@ -384,14 +384,18 @@ def test_a_trimmed_pack_carries_the_rows_its_dry_run_reads(tmp_path, monkeypatch
     loads = [("train", 12, 0), ("train", 4, 2), ("test", 6, 0)]
     monkeypatch.setattr(pk, "convert", lambda src: _loading(patch, ", ".join(map(repr, loads))))
     lines = []
+    full_at = rn.ARCHIVE_FULL_BYTES
+    monkeypatch.setattr(rn, "ARCHIVE_FULL_BYTES", -1)  # a run would start no notebook; the trace runs them all
     pack_dir = pk.pack(
         ["masking"], out=tmp_path / "pack", datasets=["cifar_dogcat"], wheels=False, trim=True, log=lines.append
     )
+    monkeypatch.setattr(rn, "ARCHIVE_FULL_BYTES", full_at)
     entry = json.loads((pack_dir / "manifest.json").read_text())["datasets"]["cifar_dogcat"]
     reads = [{"name": "cifar_dogcat", "split": s, "n": n, "seed": k} for s, n, k in loads]
     n_train = len(rows.needed_rows("cifar_dogcat", reads)["train"])
     assert entry["rows"] == {"train": n_train, "test": 6} and entry["file"].endswith(rows.SUFFIX + ".xz")
-    assert f"[pack] cifar_dogcat: train {n_train}, test 6 rows" in lines and "(rows read)" in lines[-1]
+    assert f"[pack] cifar_dogcat: train {n_train}, test 6 rows (masking: train {n_train}, test 6)" in lines
+    assert "(rows read)" in lines[-1]
     whole = pk.compressed_dataset("cifar_dogcat", ROOT, log=_quiet)
     assert (pack_dir / entry["file"]).stat().st_size < whole.stat().st_size
     _, man = rn.run(out=tmp_path / "out", pack_dir=pack_dir, budget_min=5, device="cpu", dry_run=True, log=_quiet)

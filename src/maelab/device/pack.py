@@ -170,6 +170,22 @@ def traced_reads(notebooks: list[str], profile: str, carry: list[str], repo: Pat
         return [json.loads(ln) for ln in reads.read_text().splitlines() if ln.strip()] if reads.exists() else []
 
 
+def _rows_text(counts: dict) -> str:
+    return ", ".join(f"{split} {counts[split]}" for split in ("train", "test"))
+
+
+def _rows_by_notebook(name: str, reads: list[dict]) -> str:
+    """What each notebook reads of dataset ``name``, e.g. ``zhang_umae: train 8000, test 2000``: which pages make a
+    dataset's rows, for choosing what to pack together."""
+    from ..data import rows
+
+    out = []
+    for nb in dict.fromkeys(r.get("notebook") for r in reads if r.get("name") == name):
+        index = rows.needed_rows(name, [r for r in reads if r.get("notebook") == nb])
+        out.append(f"{nb}: {_rows_text({k: len(v) for k, v in index.items()})}")
+    return "; ".join(out)
+
+
 def pinned_version(name: str, repo: Path) -> str:
     """The version of ``name`` pinned in ``requirements.lock`` (what the results here are computed with)."""
     norm = name.lower().replace("_", "-")
@@ -259,7 +275,7 @@ def _fill(tmp: Path, repo: Path, names: list[str], carry: list[str], wheels: boo
             entry["file"] = f"datasets/{name}{rows.SUFFIX}.xz"
             entry["rows"] = {split: int(len(v)) for split, v in index.items()}
             entry["rows_sha256"] = str(part["rows_sha256"])
-            log(f"[pack] {name}: {', '.join(f'{k} {v}' for k, v in entry['rows'].items())} rows")
+            log(f"[pack] {name}: {_rows_text(entry['rows'])} rows ({_rows_by_notebook(name, reads)})")
         shutil.copyfile(xz, tmp / entry["file"])
         datasets[name] = entry
     (tmp / "wheels").mkdir()
@@ -331,11 +347,12 @@ def pack(
         write_json(tmp / "manifest.json", manifest)
         size, tree = folder_bytes(tmp), tree_bytes(repo)
         if size + tree > limit_bytes:
+            rows_read, carry_less = (", rows read", "pack fewer notebooks") if reads is not None else ("", "--trim")
             raise DeviceError(
                 f"the working tree ({_mib(tree)}) plus the pack ({_mib(size)}: datasets "
-                f"{', '.join(entries['datasets']) or 'none'}) exceed {_mib(limit_bytes)}; carry only the rows "
-                "read (--trim) or fewer datasets (--datasets: a notebook stops at the first one not carried, its "
-                "earlier results stored)"
+                f"{', '.join(entries['datasets']) or 'none'}{rows_read}) exceed {_mib(limit_bytes)}; {carry_less}, "
+                "or carry fewer datasets (--datasets: a notebook stops at the first one not carried, its earlier "
+                "results stored)"
             )
         _swap(tmp, out)
     finally:

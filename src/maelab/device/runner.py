@@ -351,8 +351,8 @@ def run(
     training steps (:func:`maelab.device.calibrate.calibrate`) and archive the calibration record too;
     ``train_workers``: the notebooks' pre-training pool (:mod:`maelab.prefetch`; default :data:`TRAIN_WORKERS` on
     CUDA, none on a CPU); ``reads_log``: a dry run that logs every load of a fetched dataset to this file (JSON
-    lines, :func:`maelab.device.kernel.install`) and runs every repeat of every loop, what
-    ``pack --trim`` reads."""
+    lines, :func:`maelab.device.kernel.install`, each with its notebook's name) and runs every repeat of every
+    loop, what ``pack --trim`` reads (every notebook, however large its records: no archive travels)."""
     from .. import store
     from .archive import write_archive
 
@@ -389,7 +389,7 @@ def run(
             outcomes["plan"] = _calibrate(root, options, deadline, log)
         env = _env(repo / "src", data)
         for nb in notebooks:
-            if _new_bytes(root, folders, before) > ARCHIVE_FULL_BYTES:
+            if reads_log is None and _new_bytes(root, folders, before) > ARCHIVE_FULL_BYTES:  # a trace goes on
                 outcomes[nb] = {"status": "not started", "seconds": 0.0, "records": [], "error": "archive full"}
                 continue
             outcomes[nb] = _one(nb, pack_dir, manifest, repo, env, work, options, deadline, grace_s, reads_log)
@@ -435,16 +435,20 @@ def _report(nb: str, outcome: dict, removed: list[str], log) -> None:
 
 def _one(nb, pack_dir, manifest, repo, env, work, options: RunOptions, deadline, grace_s, reads_log=None) -> dict:
     """Run notebook ``nb``'s program (or note that the budget is spent); its outcome with the records it asked for
-    (its loads of fetched datasets appended to ``reads_log``, when given)."""
+    (its loads of fetched datasets appended to ``reads_log`` with the notebook's name, when given)."""
     if _budget_left(deadline) <= 0:
         return {"status": "not started", "seconds": 0.0, "records": []}
     prog = json.loads((pack_dir / manifest["programs"][nb]["file"]).read_text())
     params = {"run_options": options.to_param()}
-    script, record_log = work / f"{nb}.py", work / f"{nb}.records.jsonl"
-    reads = None if reads_log is None else str(reads_log)
-    script.write_text(program(prog["cells"], prog["parameters_cell"], params, nb, str(record_log), reads))
+    script, record_log, reads = work / f"{nb}.py", work / f"{nb}.records.jsonl", work / f"{nb}.reads.jsonl"
+    script.write_text(program(prog["cells"], prog["parameters_cell"], params, nb, str(record_log),
+                              None if reads_log is None else str(reads)))  # fmt: skip
     outcome = run_program(script, repo / "notebooks", env, deadline, work / f"{nb}.out", grace_s)
     outcome["records"] = _records_asked(record_log)
+    if reads_log is not None and reads.exists():
+        with open(reads_log, "a") as f:
+            for ln in reads.read_text().splitlines():
+                f.write(json.dumps({**json.loads(ln), "notebook": nb}) + "\n")
     return outcome
 
 
