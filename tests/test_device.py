@@ -400,6 +400,7 @@ def test_a_trimmed_pack_carries_the_rows_its_dry_run_reads(tmp_path, monkeypatch
     assert (pack_dir / entry["file"]).stat().st_size < whole.stat().st_size
     _, man = rn.run(out=tmp_path / "out", pack_dir=pack_dir, budget_min=5, device="cpu", dry_run=True, log=_quiet)
     assert man["run"]["notebooks"]["masking"]["status"] == "finished", man["run"]["notebooks"]
+    assert man["pack"]["datasets"]["cifar_dogcat"]["rows"] == entry["rows"]  # the archive says what data travelled
     log = next((tmp_path / "out").glob("*.log")).read_text().splitlines()
     want = []
     for split, n, seed in loads:  # the same loads, here, from the whole file

@@ -77,7 +77,11 @@ def write_archive(
         "format": ARCHIVE_FORMAT,
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine,
-        "pack": {k: pack[k] for k in ("commit", "dirty", "code_sha256", "profile", "notebooks", "created_utc")},
+        "pack": {
+            **{k: pack[k] for k in ("commit", "dirty", "code_sha256", "profile", "notebooks", "created_utc")},
+            # what data travelled: whole datasets, or the rows a trimmed pack carried (their counts and hash)
+            "datasets": {n: {k: v for k, v in e.items() if k != "file"} for n, e in pack.get("datasets", {}).items()},
+        },
         "run": run,
         "folders": folders,
         "records": [f"{r['folder']}/{r['json']}" for r in records],
