@@ -95,3 +95,29 @@ def synthetic_calibration():
         loadavg=(0.0, 0.0),
         date_utc="x",
     )
+
+
+def stand_in_dogcat(folder: Path, monkeypatch, n_train: int = 40, n_test: int = 20) -> tuple[dict, str]:
+    """A stand-in for cifar_dogcat (random images, ``n_train`` / ``n_test``) fetched into ``folder`` (made here,
+    set as ``MAELAB_DATA_DIR``), its ``SPECS`` entry patched to its counts and hash, so that no real dataset is
+    needed. Returns (its arrays, their SHA-256)."""
+    import dataclasses
+
+    import numpy as np
+
+    from maelab.data import packaged
+
+    rng = np.random.default_rng(0)
+    arrays = {
+        "train_images": rng.integers(0, 256, (n_train, 3, 32, 32), dtype=np.uint8),
+        "train_labels": rng.integers(0, 2, n_train).astype(np.int64),
+        "test_images": rng.integers(0, 256, (n_test, 3, 32, 32), dtype=np.uint8),
+        "test_labels": rng.integers(0, 2, n_test).astype(np.int64),
+    }
+    sha = packaged.arrays_sha256(arrays)
+    spec = dataclasses.replace(packaged.SPECS["cifar_dogcat"], counts=(n_train, n_test), sha256=sha)
+    monkeypatch.setitem(packaged.SPECS, "cifar_dogcat", spec)
+    monkeypatch.setenv("MAELAB_DATA_DIR", str(folder))
+    folder.mkdir(parents=True)
+    np.savez_compressed(folder / "cifar_dogcat.npz", **arrays, sha256=np.array(sha), source=np.array("t"))
+    return arrays, sha

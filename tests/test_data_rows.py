@@ -4,11 +4,10 @@ expected values are the whole file's loads, read through the loader's existing p
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
+from conftest import stand_in_dogcat
 
 from maelab import data
 from maelab._validate import ParameterError
@@ -18,20 +17,7 @@ from maelab.data import packaged, rows
 @pytest.fixture()
 def whole(tmp_path, monkeypatch):
     """The stand-in fetched into ``tmp_path/fetched`` (the data dir); returns its checked arrays."""
-    rng = np.random.default_rng(0)
-    arrays = {
-        "train_images": rng.integers(0, 256, (40, 3, 32, 32), dtype=np.uint8),
-        "train_labels": rng.integers(0, 2, 40).astype(np.int64),
-        "test_images": rng.integers(0, 256, (20, 3, 32, 32), dtype=np.uint8),
-        "test_labels": rng.integers(0, 2, 20).astype(np.int64),
-    }
-    sha = packaged.arrays_sha256(arrays)
-    spec = dataclasses.replace(packaged.SPECS["cifar_dogcat"], counts=(40, 20), sha256=sha)
-    monkeypatch.setitem(packaged.SPECS, "cifar_dogcat", spec)
-    fetched = tmp_path / "fetched"
-    fetched.mkdir()
-    monkeypatch.setenv("MAELAB_DATA_DIR", str(fetched))
-    np.savez_compressed(fetched / "cifar_dogcat.npz", **arrays, sha256=np.array(sha), source=np.array("t"))
+    stand_in_dogcat(tmp_path / "fetched", monkeypatch)
     return packaged.read_arrays("cifar_dogcat")
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import stand_in_dogcat
 
 from maelab import cost, paths, store, store_admin
 from maelab._validate import ParameterError
@@ -303,25 +304,12 @@ def test_run_refuses_a_changed_tree_and_a_gpu_run_without_cuda(dry, tmp_path):
 def test_carried_dataset_round_trip(tmp_path, monkeypatch):
     """A fetched dataset travels xz-compressed and comes back through the loader's hash check; a damaged one does
     not (a small stand-in for cifar_dogcat, so that no real dataset is needed)."""
-    import dataclasses
     import lzma
 
     from maelab.data import packaged
 
-    rng = np.random.default_rng(0)
-    arrays = {
-        "train_images": rng.integers(0, 256, (4, 3, 32, 32), dtype=np.uint8),
-        "train_labels": np.array([0, 1, 0, 1], dtype=np.int64),
-        "test_images": rng.integers(0, 256, (2, 3, 32, 32), dtype=np.uint8),
-        "test_labels": np.array([0, 1], dtype=np.int64),
-    }
-    sha = packaged.arrays_sha256(arrays)
-    spec = dataclasses.replace(packaged.SPECS["cifar_dogcat"], counts=(4, 2), sha256=sha)
-    monkeypatch.setitem(packaged.SPECS, "cifar_dogcat", spec)
-    monkeypatch.setenv("MAELAB_DATA_DIR", str(tmp_path / "fetched"))
+    arrays, _ = stand_in_dogcat(tmp_path / "fetched", monkeypatch, n_train=4, n_test=2)
     monkeypatch.setenv("MAELAB_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "fetched").mkdir()
-    np.savez_compressed(tmp_path / "fetched" / "cifar_dogcat.npz", **arrays, sha256=np.array(sha), source=np.array("t"))
     xz = pk.compressed_dataset("cifar_dogcat", ROOT, log=_quiet)
     assert xz.parent == tmp_path / "cache" / "device" / "datasets"
     (tmp_path / "pack" / "datasets").mkdir(parents=True)
@@ -337,29 +325,19 @@ def test_carried_dataset_round_trip(tmp_path, monkeypatch):
         rn.unpack_datasets(tmp_path / "pack", manifest, tmp_path / "data2", log=_quiet)
 
 
-def _stand_in_dogcat(tmp_path, monkeypatch, n_train=40, n_test=20):
-    """A stand-in for cifar_dogcat fetched into ``tmp_path/fetched`` (SPECS patched here); returns the source of
-    a program cell that patches SPECS the same way in a notebook program's own process."""
+def _stand_in_dogcat(tmp_path, monkeypatch) -> str:
+    """The stand-in cifar_dogcat (:func:`conftest.stand_in_dogcat`) fetched into ``tmp_path/fetched``, the cache in
+    ``tmp_path/cache``; returns the source of a program cell that patches SPECS the same way in a notebook
+    program's own process."""
     from maelab.data import packaged
 
-    rng = np.random.default_rng(0)
-    arrays = {
-        "train_images": rng.integers(0, 256, (n_train, 3, 32, 32), dtype=np.uint8),
-        "train_labels": rng.integers(0, 2, n_train).astype(np.int64),
-        "test_images": rng.integers(0, 256, (n_test, 3, 32, 32), dtype=np.uint8),
-        "test_labels": rng.integers(0, 2, n_test).astype(np.int64),
-    }
-    sha = packaged.arrays_sha256(arrays)
-    spec = dataclasses.replace(packaged.SPECS["cifar_dogcat"], counts=(n_train, n_test), sha256=sha)
-    monkeypatch.setitem(packaged.SPECS, "cifar_dogcat", spec)
-    monkeypatch.setenv("MAELAB_DATA_DIR", str(tmp_path / "fetched"))
+    stand_in_dogcat(tmp_path / "fetched", monkeypatch)
     monkeypatch.setenv("MAELAB_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "fetched").mkdir()
-    np.savez_compressed(tmp_path / "fetched" / "cifar_dogcat.npz", **arrays, sha256=np.array(sha), source=np.array("t"))
+    spec = packaged.SPECS["cifar_dogcat"]
     return (
         "import dataclasses\nfrom maelab.data import packaged\n"
         "packaged.SPECS['cifar_dogcat'] = dataclasses.replace(packaged.SPECS['cifar_dogcat'], "
-        f"counts=({n_train}, {n_test}), sha256={sha!r})\n"
+        f"counts={spec.counts!r}, sha256={spec.sha256!r})\n"
     )
 
 

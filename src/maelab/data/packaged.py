@@ -58,7 +58,17 @@ import torch
 
 from .. import paths
 from .._validate import ParameterError, folder_path
-from ._common import Dataset, check_channels, check_n, check_options, check_size, resize, seeded_subset, to_channels
+from ._common import (
+    SPLITS,
+    Dataset,
+    check_channels,
+    check_n,
+    check_options,
+    check_size,
+    resize,
+    seeded_subset,
+    to_channels,
+)
 
 IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 #: The four arrays of a fetched dataset, in the order of its hash.
@@ -467,7 +477,7 @@ def load_packaged(
         mode = "pad" if size > side and (size - side) % 2 == 0 else "bilinear"
     if mode == "pad" and (size < side or (size - side) % 2):
         raise ParameterError("size", f"{side} + an even number of pixels when resize='pad'", size)
-    total = dict(zip(("train", "test"), spec.counts))[split]
+    total = dict(zip(SPLITS, spec.counts))[split]
     keep = seeded_subset(total, check_n(n, total), seed)
     for callback in _READS:
         callback({"name": name, "split": split, "n": n, "seed": seed})
