@@ -305,8 +305,11 @@ def test_compare_hands_the_prefetch_pool_exactly_the_runs_it_pre_trains(cache, m
     S = profiles.settings("zhang_umae", "smoke")
     report.compare_run(S, S.datasets[0], device="cpu", progress=False)
     assert handed == trained and len(set(trained)) == 2 * len(S.seeds)
-    # the whole runs a pool would compute (maelab.prefetch.compute_parts): one per run, in a worker's reach
-    assert [t.key for t in tasks] == [f"{v}_s{s}" for v in ("mae", "umae") for s in S.seeds]
+    # the whole runs a pool would compute (maelab.prefetch.compute_parts): one per run, in a worker's reach, then
+    # the random-init evaluations, one per seed, of the first variant's untrained model
+    runs = [f"{v}_s{s}" for v in ("mae", "umae") for s in S.seeds]
+    assert [t.key for t in tasks] == runs + [f"random_s{s}" for s in S.seeds]
+    assert all(t.config["spec"]["model"] == "mae" and t.config["random_init"] for t in tasks[len(runs) :])
     for t in tasks:
         again = pickle.loads(pickle.dumps(t))
         assert (again.key, again.config, again.fn.args) == (t.key, t.config, t.fn.args)
@@ -328,11 +331,12 @@ def test_compare_assembled_from_stored_parts_equals_one_computed_in_one_go(cache
 
     first = record(tmp_path / "a")
     stored = sorted(p.name for p in (tmp_path / "a" / "zhang_umae").glob(f"compare_{ds}__*.smoke.json"))
-    assert len(stored) == 2 * len(S.seeds)
+    assert len(stored) == 3 * len(S.seeds)  # MAE's and U-MAE's runs, and the random-init evaluations
     (tmp_path / "a" / "zhang_umae" / f"compare_{ds}.smoke.json").unlink()  # as if cut off before the record
     runs = []
-    real = umae.evaluate_run
-    monkeypatch.setattr(umae, "evaluate_run", lambda *a, **k: (runs.append(1), real(*a, **k))[1])
+    for name in ("evaluate_run", "random_init_run"):
+        real = getattr(umae, name)
+        monkeypatch.setattr(umae, name, lambda *a, real=real, **k: (runs.append(1), real(*a, **k))[1])
     assembled = record(tmp_path / "a")
     assert not assembled.from_store and runs == []  # every run came from its part
     plain = record(tmp_path / "b", parts=False)

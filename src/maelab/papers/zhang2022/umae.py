@@ -294,6 +294,24 @@ def _run_as_part(task) -> dict[str, Any]:
     return r
 
 
+def _compute_random(spec, probe_cs, probe_method: str, device: str, caps) -> dict[str, Any]:
+    """:func:`random_init_run` of one seed of :func:`compare` as its part holds it (module level, as
+    :func:`_compute_run`): its row as a table, its singular values as arrays."""
+    import pandas as pd
+
+    r = random_init_run(spec, probe_cs=probe_cs, probe_method=probe_method, device=device, caps=caps)
+    return {"row": pd.DataFrame([r["row"]]), **{f"sv_{p}": v for p, v in r["sv"].items()}}
+
+
+def _random_task(spec, run: dict) -> Task:
+    """The random-init evaluation of one seed of :func:`compare` as a part (key ``random_s<seed>``, which no variant
+    can take). Why a part: in an installment the pool then evaluates the untrained encoders side by side with the
+    last trained runs, instead of the page's loop evaluating them one after another once every run is done (the
+    assembly of ``compare_mnist`` at gpu: five evaluations in a row, cut off by the budget in installment 3)."""
+    fn = functools.partial(_compute_random, spec, run["probe_cs"], run["probe_method"], run["device"], run["caps"])
+    return Task(f"random_s{spec.seed}", {"spec": spec.to_config(), "random_init": True}, fn)
+
+
 def compare(
     base: experiments.PretrainSpec,
     variants: Mapping[str, Mapping[str, Any]],
@@ -315,7 +333,8 @@ def compare(
     ``variants``: name -> PretrainSpec fields replacing those of ``base`` (e.g. ``{"mae": {"model": "mae"},
     "umae": {"model": "umae", "model_overrides": (("lambda_unif", 0.01),)}}``); ``seed`` is set per run.
     ``finetune_variants``: the variants that are also fine-tuned (``finetune_epochs``). ``random_init``: add rows
-    of variant ``"random"`` (the untrained model of the first variant). ``features_seed``: keep the test features
+    of variant ``"random"`` (the untrained model of the first variant; where parts are on, each seed's evaluation
+    is a part ``random_s<seed>``, handed to the pool after the trained runs). ``features_seed``: keep the test features
     (cls) of this seed for every variant (``features_<name>``, ``labels``). ``probe_cs``, ``probe_method``: the
     probe of :func:`evaluate_run`.
 
@@ -349,10 +368,13 @@ def compare(
     todo = [(*t, features_seed is not None and t[1] == features_seed) for t in todo]
     run = dict(probe_cs=probe_cs, probe_method=probe_method, device=device, progress=progress, caps=caps)
     tasks = [_run_task(f"{name}_s{s}", spec, rank_epochs, ft, keep, run) for name, s, spec, ft, keep in todo]
+    first = next(iter(variants.values()))
+    randoms = [_random_task(dataclasses.replace(base, **dict(first), seed=s), run) for s in seeds if random_init]
     # on a lent GPU, the runs not stored yet are computed side by side by a pool of workers (maelab.prefetch):
-    # whole runs where they are stored as parts, else their pre-training while this loop evaluates
+    # whole runs (and the random-init evaluations, after them) where they are stored as parts, else their
+    # pre-training while this loop evaluates
     dev = str(resolve_device(device))
-    if not compute_parts(tasks, device=dev, caps=caps):
+    if not compute_parts(tasks + randoms, device=dev, caps=caps):
         pending = [t for t, task in zip(todo, tasks) if not stored(task.key, task.config)]
         prefetch([trained_spec(t[2], rank_epochs) for t in pending], device=dev, caps=caps)
     for (name, s, _spec, _ft, keep), task in zip(todo, tasks):
@@ -367,27 +389,13 @@ def compare(
         if keep:
             out[f"features_{name}"] = r["test_features"]
             out["labels"] = r["test_labels"]
-    if random_init:
-        first = next(iter(variants.values()))
-        for s in seeds:
-            r = random_init_run(
-                dataclasses.replace(base, **dict(first), seed=s),
-                probe_cs=probe_cs,
-                probe_method=probe_method,
-                device=device,
-                caps=caps,
-            )
-            rows.append(
-                {
-                    "variant": "random",
-                    "seed": s,
-                    **r["row"],
-                    "finetune_acc": None,
-                    "rec_loss": None,
-                    "train_seconds": 0.0,
-                }
-            )
-            sv.setdefault("random", []).append(r["sv"]["cls"])
+    for s, task in zip(seeds, randoms):
+        r = task()
+        row = r["row"].to_dict("records")[0]
+        rows.append(
+            {"variant": "random", "seed": s, **row, "finetune_acc": None, "rec_loss": None, "train_seconds": 0.0}
+        )
+        sv.setdefault("random", []).append(r["sv_cls"])
     out["runs"] = pd.DataFrame(rows, columns=["variant", "seed", *METRICS])
     out["curves"] = pd.DataFrame(curves)
     out["ranks"] = pd.DataFrame(ranks, columns=["variant", "seed", "epoch", "effective_rank", "effective_rank_mean"])
