@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -551,6 +552,37 @@ def test_calibration_is_stored_and_used_only_when_measured_on_cuda(tmp_path):
     # a measured workload is predicted at its measured time per step
     assert cost.predict(run, measured)["train_s"] == pytest.approx(10 * pts["seconds_per_step"][0], rel=1e-9)
     assert measured.name == cost.H100.name  # plan tables keep their column
+
+
+def test_a_calibration_of_this_device_for_this_plan_is_kept(tmp_path, monkeypatch):
+    """run --calibrate times the steps only where the stored calibration is not this device's for today's plan:
+    another device, other workloads or iterations, or a record that does not verify, is measured again."""
+    import maelab._util
+    from maelab.device import calibrate as cal
+    from maelab.options import RunOptions
+
+    run = cost.PlannedRun("tiny", size="micro", img_size=16, channels=1, batch_size=8, steps=10)
+    assert cal.current(device="cpu", root=tmp_path, runs=[run], iters=2) is None  # none stored
+    res = cal.calibrate(device="cpu", runs=[run], iters=2, root=tmp_path, allow_cpu=True, log=_quiet)
+    assert cal.current(device="cpu", root=tmp_path, runs=[run], iters=2).path == res.path
+    assert cal.current(device="cpu", root=tmp_path, runs=[run], iters=3) is None
+    assert cal.current(device="cpu", root=tmp_path, runs=[dataclasses.replace(run, batch_size=16)], iters=2) is None
+    with monkeypatch.context() as m:
+        m.setattr(maelab._util, "device_name", lambda dev: "NVIDIA H200")
+        assert cal.current(device="cpu", root=tmp_path, runs=[run], iters=2) is None  # another device's
+    js = json.loads(res.path.read_text())
+    js["data"]["torch"] = "0.0"  # edited by hand (device and config still this plan's): its checksum fails
+    res.path.write_text(json.dumps(js))
+    assert cal.current(device="cpu", root=tmp_path, runs=[run], iters=2) is None
+    # the runner's --calibrate: a current calibration is kept (nothing timed, nothing archived), else measured
+    timed = []
+    monkeypatch.setattr(cal, "calibrate", lambda **kw: timed.append(kw) or res)
+    monkeypatch.setattr(cal, "current", lambda **kw: res)
+    kept = rn._calibrate(tmp_path, RunOptions(device="cpu"), time.monotonic() + 60, _quiet)
+    assert kept["status"] == "kept" and kept["records"] == [] and timed == []
+    monkeypatch.setattr(cal, "current", lambda **kw: None)
+    assert rn._calibrate(tmp_path, RunOptions(device="cpu"), time.monotonic() + 60, _quiet)["status"] == "finished"
+    assert len(timed) == 1
 
 
 def test_runs_side_by_side_are_measured_and_priced(tmp_path, monkeypatch):

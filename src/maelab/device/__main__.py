@@ -40,7 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--pack", type=Path, default=None, help=f"the carried folder (default {PACK_DIR}/)")
     r.add_argument("--device", default="auto")
     r.add_argument("--dry-run", action="store_true", help="the dry-run caps, results in a temp folder")
-    r.add_argument("--calibrate", action="store_true", help="first time the gpu profile's training steps")
+    r.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="first time the gpu profile's training steps (unless a stored calibration is this device's for this plan)",
+    )
     r.add_argument("--results-dir", type=Path, default=None, help="results root (default data/results)")
     r.add_argument(
         "--train-workers", type=int, default=None, help="pre-training processes (maelab.prefetch; default 8 on CUDA)"

@@ -136,6 +136,45 @@ def measure_pool(run, procs: int, *, device, iters: int = ITERS) -> dict:
     }
 
 
+def _pool_procs(given, dev) -> list[int]:
+    """The process counts :func:`calibrate` times side by side: ``given`` (None: 1 and the pool's size on CUDA, none
+    elsewhere), with 1 (the reference) added, sorted; [] for none."""
+    if given is None:
+        from ..prefetch import DEFAULT_GPU_WORKERS
+
+        given = (1, DEFAULT_GPU_WORKERS) if dev.type == "cuda" else ()
+    return sorted({int(n) for n in given} | {1}) if given else []
+
+
+def _config(runs, iters: int, pool_procs: list[int]) -> dict:
+    """The calibration record's config: what was timed, and how."""
+    config = {"workloads": [_describe(r) for r in runs], "iters": iters, "epochs": 2, "amp": "auto"}
+    return config | ({"pool_procs": pool_procs} if pool_procs else {})
+
+
+def current(*, device: str = "auto", root: str | Path | None = None, iters: int = ITERS, runs: list | None = None):
+    """The stored calibration under ``root`` (default the committed ``data/results``) when it is this device's own
+    for today's gpu plan -- measured on a device of this name (:func:`maelab._util.device_name`), with the config
+    :func:`calibrate` would give it now (the plan's workloads or ``runs``, ``iters``, the pool's process counts) --
+    else None.
+    What ``run --calibrate`` asks first: a lent machine of a kind already calibrated for this plan then spends its
+    minutes on results, not on timing the same steps again (about a minute with the pool's processes)."""
+    from .. import cost, store
+    from .._util import device_name, resolve_device
+
+    dev = resolve_device(device)
+    notebook, name, profile = cost.GPU_CALIBRATION
+    try:
+        got = store.load(notebook, name, profile, root=Path(root) if root is not None else paths.committed_results())
+    except store.RecordError:  # one that does not verify is measured again, never trusted
+        return None
+    if got is None or got.data.get("device_name") != device_name(dev):
+        return None
+    runs = workloads("gpu") if runs is None else list(runs)
+    want = store.config_hash(_config(runs, iters, _pool_procs(None, dev)))
+    return got if got.provenance.get("config_hash") == want else None
+
+
 def calibrate(
     *,
     device: str = "auto",
@@ -171,20 +210,17 @@ def calibrate(
     runs = workloads("gpu") if runs is None else list(runs)
     if not runs:
         raise ParameterError("runs", "at least one planned training run (the gpu plan trains no model)", runs)
+    pool_procs = _pool_procs(pool_procs, dev)
     t0 = time.perf_counter()
     rows = []
     for r in runs:
         rows.append(measure(r, device=dev, iters=iters, caps=options.caps if options is not None else None))
         speed = f"{rows[-1]['images_per_s']:,.0f} images/s, {rows[-1]['flops_per_s'] / 1e12:.3f} TFLOP/s"
         log(f"[calibrate] {r.size} {r.channels}x{r.img_size}px batch {r.batch_size}: {speed}")
-    if pool_procs is None:
-        from ..prefetch import DEFAULT_GPU_WORKERS
-
-        pool_procs = (1, DEFAULT_GPU_WORKERS) if dev.type == "cuda" else ()
     pool = []
     if pool_procs:
         big = max(runs, key=lambda r: r.steps * r.repeats)
-        for n in sorted({int(n) for n in pool_procs} | {1}):
+        for n in pool_procs:
             pool.append(measure_pool(big, n, device=dev, iters=iters))
             pool[-1]["speedup"] = pool[-1]["images_per_s_wall"] / pool[0]["images_per_s_wall"]
             log(f"[calibrate] {big.label}, {n} processes side by side: {pool[-1]['speedup']:.2f}x one process")
@@ -197,10 +233,9 @@ def calibrate(
         "torch": torch.__version__,
         "cuda": torch.version.cuda or "",
     }
-    config = {"workloads": [_describe(r) for r in runs], "iters": iters, "epochs": 2, "amp": "auto"}
+    config = _config(runs, iters, pool_procs)
     if pool:
         data["pool"] = pd.DataFrame(pool)
-        config["pool_procs"] = [int(r["procs"]) for r in pool]
     notebook, name, profile = cost.GPU_CALIBRATION
     return store.save(
         name,

@@ -454,13 +454,19 @@ def _one(nb, pack_dir, manifest, repo, env, work, options: RunOptions, deadline,
 
 def _calibrate(root: Path, options: RunOptions, deadline: float, log) -> dict:
     """Time the profile's training steps in this process and store the calibration under ``root`` (in a dry run,
-    under its scratch folder, where the store lets a dry run write; the caps go to the trainer)."""
-    from .calibrate import calibrate
+    under its scratch folder, where the store lets a dry run write; the caps go to the trainer). Not in a real run
+    whose stored calibration is already this device's for today's plan (:func:`maelab.device.calibrate.current`):
+    status "kept"."""
+    from .calibrate import calibrate, current
 
     if _budget_left(deadline) <= 0:
         return {"status": "not started", "seconds": 0.0, "records": []}
     t0 = time.monotonic()
     dry = options.dry_run is not None
+    got = None if dry else current(device=options.device, root=root)
+    if got is not None:  # this kind is calibrated for today's plan: its minutes go to results
+        log(f"[calibrate] kept: {got['device_name']} is calibrated for this plan ({got.provenance['timestamp']})")
+        return {"status": "kept", "seconds": round(time.monotonic() - t0, 1), "records": []}
     res = calibrate(device=options.device, root=root, allow_cpu=dry, log=log, options=options)
     done = {"event": "done", "name": res.name, "config_hash": res.provenance["config_hash"], "from_store": False}
     return {"status": "finished", "seconds": round(time.monotonic() - t0, 1), "records": [done]}
