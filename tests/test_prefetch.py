@@ -185,3 +185,57 @@ def test_zoo_entries_computed_whole_by_the_pool_equal_the_loop_s_own(cache, tmp_
                 v, w = [_untimed(h) for h in v], [_untimed(h) for h in w]
             same = np.array_equal(v, w, equal_nan=True) if isinstance(v, np.ndarray) else json.dumps(v) == json.dumps(w)
             assert same, (name, k)
+
+
+def test_a_page_s_independent_results_computed_by_the_pool_equal_its_own(cache, tmp_path, monkeypatch, pool):
+    """Context.load_or_compute_many with train_workers >= 2: the pool computes and stores each pending result whole
+    (prefetch.compute_records), the page then loads each; the records equal those the page computes one after
+    another (train_workers 0, one thread as a worker) in a fresh cache. A stored one is not handed over, and the
+    worker's own options start no pool inside the pool."""
+    import functools
+
+    from maelab import book
+
+    def jobs():
+        return {
+            s.seed: (f"run_s{s.seed}", {"spec": s.to_config()}, functools.partial(E.pretrain_and_evaluate, s), [s.seed])
+            for s in (_spec(0), _spec(1))
+        }
+
+    def ctx(root, workers):
+        opts = book.RunOptions(profile="smoke", device="cpu", results_root=str(root), train_workers=workers)
+        return book.setup("masking", opts.to_param())
+
+    handed, real = [], prefetch.compute_records
+    monkeypatch.setattr(
+        prefetch, "compute_records", lambda calls, **kw: handed.append(dict(calls)) or real(calls, **kw)
+    )
+    pooled = ctx(tmp_path / "pool", 2).load_or_compute_many(jobs())
+    assert [sorted(h) for h in handed] == [["run_s0", "run_s1"]] and all(r.from_store for r in pooled.values())
+    assert [r.provenance["seeds"] for r in pooled.values()] == [[0], [1]]
+    assert {call.args[-1].train_workers for call in handed[0].values()} == {0}  # no pool inside the pool
+    again = ctx(tmp_path / "pool", 2).load_or_compute_many(jobs())  # all stored: nothing handed over
+    assert handed[-1] == {} and all(a.path == b.path for a, b in zip(again.values(), pooled.values()))
+    monkeypatch.setenv("MAELAB_CACHE", str(tmp_path / "own-cache"))  # trained afresh, not resumed
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as a worker computes
+    try:
+        own = ctx(tmp_path / "own", 0).load_or_compute_many(jobs())
+    finally:
+        torch.set_num_threads(threads)
+    assert len(handed) == 2 and not any(r.from_store for r in own.values())
+    for s, r in pooled.items():
+        assert r.provenance["config_hash"] == own[s].provenance["config_hash"]
+        for k, v in r.data.items():
+            w = own[s].data[k]
+            if k == "history":  # its seconds and images per second are wall clock; nothing else in it may differ
+                v, w = [_untimed(h) for h in v], [_untimed(h) for h in w]
+            if k != "train_seconds":  # wall clock
+                same = (
+                    np.array_equal(v, w, equal_nan=True)
+                    if isinstance(v, np.ndarray)
+                    else json.dumps(v) == json.dumps(w)
+                )
+                assert same, (s, k)
+    with pytest.raises(ParameterError, match=r"jobs\[0\] must be a tuple \(name, config, fn, seeds\)"):
+        ctx(tmp_path / "own", 0).load_or_compute_many({0: ("run_s0", {}, None)})

@@ -37,6 +37,11 @@ eight runs pre-trained side by side in 222 s, then the loop evaluated its runs o
 (:mod:`maelab.parts`, on in every installment), a compute function therefore hands the parts themselves to the
 pool, :func:`compute_parts`, which waits for them; its own loop then loads each part. A part is the same record
 whoever computed it (same config, same code, the store's lock), so the numbers do not change here either.
+
+Whole records. A page whose results are independent records (``cao_decoder``'s runs, ``zhang_regime``'s seeds, the
+shared zoo's entries) hands the pending ones to :func:`compute_records`: a page through
+:meth:`maelab.book.Context.load_or_compute_many`, the zoo through ``maelab.zoo``. A worker stores the record as the
+page would, with run options whose ``train_workers`` is 0 (no pool inside the pool), and the page then loads it.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ to compute on a machine without CUDA (to say how long it would take).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import sys
 import warnings
@@ -53,6 +54,14 @@ class EvidenceChanged(UserWarning):
 
 class GpuUnavailable(RuntimeError):
     """The gpu profile was asked to compute on a machine without CUDA (one-line message with the way out)."""
+
+
+def _store_job(name, full, fn, notebook, profile, seeds, device, options) -> None:
+    """One job of :meth:`Context.load_or_compute_many` in a worker of the pool: the record stored, as the page's
+    :meth:`Context.load_or_compute` would store it (module level: it travels to a spawned process)."""
+    store.load_or_compute(
+        name, full, fn, notebook=notebook, profile=profile, seeds=seeds, device=device, options=options
+    )
 
 
 @dataclasses.dataclass
@@ -133,6 +142,50 @@ class Context:
         )
         self.results.append(res)
         return res
+
+    def load_or_compute_many(self, jobs: dict) -> dict:
+        """Several independent results at once: ``jobs`` is ``{key: (name, config, fn, seeds)}``, each as
+        :meth:`load_or_compute` takes it; returns ``{key: Result}`` in ``jobs``' order, what one
+        :meth:`load_or_compute` per job would have returned.
+
+        Where the run options' ``train_workers`` is 2 or more (a lent GPU: ``maelab.device``'s runner), the pending
+        jobs are first computed side by side, each stored whole by a worker of the pool
+        (:func:`maelab.prefetch.compute_records`), and then loaded here; else (the book's runs, every cpu run) one
+        after another, exactly as before. A worker computes the same record: the same name, config, ``fn``, seeds,
+        device and results root (its run options have ``train_workers`` 0, so the ``fn`` of a job trains on its own
+        rather than starting a pool inside the pool). ``fn`` must pickle for the pool (a ``functools.partial`` of a
+        module-level function); with ``recompute``, or a gpu page on a CPU, nothing is handed over and the loop
+        meets what :meth:`load_or_compute` meets."""
+        if not isinstance(jobs, dict):
+            raise ParameterError("jobs", "a dict {key: (name, config, fn, seeds)}", type(jobs).__name__)
+        for key, job in jobs.items():
+            if not (isinstance(job, tuple) and len(job) == 4 and callable(job[2])):
+                raise ParameterError(f"jobs[{key!r}]", "a tuple (name, config, fn, seeds)", job)
+        cuda = getattr(self.device, "type", "cpu") == "cuda"
+        pooled = self.options.train_workers >= 2 and not self.recompute
+        if pooled and (self.profile != "gpu" or cuda or self.caps is not None or self.options.allow_cpu):
+            from ..prefetch import compute_records
+
+            alone = self.options.replace(train_workers=0)
+            calls = {
+                name: functools.partial(
+                    _store_job,
+                    name,
+                    {"profile": self.profile, **config},
+                    fn,
+                    self.notebook,
+                    self.profile,
+                    seeds if seeds is not None else [self.seed],
+                    self.device,
+                    alone,
+                )  # fmt: skip
+                for name, config, fn, seeds in jobs.values()
+                if self.is_pending(name, config)
+            }
+            compute_records(calls, device=str(self.device), caps=self.caps, workers=self.options.train_workers)
+        return {
+            key: self.load_or_compute(name, config, fn, seeds=seeds) for key, (name, config, fn, seeds) in jobs.items()
+        }
 
     def is_pending(self, name: str, config: dict) -> bool:
         """Whether :meth:`load_or_compute` of ``name`` with ``config`` would compute (nothing matching is stored, or

@@ -25,7 +25,15 @@ def decoder_runs(profile: str) -> list[PlannedRun]:
         spec = spec_for(S, variant, 0)
         own = 2 * (S.n_probe + S.n_test) + (S.epochs + 2) * S.n_loss + 4 * S.n_eval
         extra = max(0, own - (S.n_train + S.n_test))  # from_spec already counts train + test features
-        runs.append(PlannedRun.from_spec(spec, label=f"MAE {variant}", repeats=len(S.seeds), extra_eval_images=extra))
+        runs.append(
+            PlannedRun.from_spec(
+                spec,
+                label=f"MAE {variant}",
+                repeats=len(S.seeds),
+                extra_eval_images=extra,
+                pool=len(VARIANT_NAMES) * len(S.seeds),  # every run's record side by side (load_or_compute_many)
+            )
+        )
     return runs
 
 

@@ -216,7 +216,9 @@ def regime_runs(profile: str) -> list[PlannedRun]:
                 finetune_epochs=0,
                 pipeline_eval=False,
                 jobs=per_pool + (raw if model == "mae" else ()),
-                pool=2,  # MAE and U-MAE of one seed side by side (regime.curves: maelab.prefetch)
+                # the seeds' records side by side, each training its MAE and U-MAE in turn (the page's
+                # Context.load_or_compute_many: maelab.prefetch.compute_records)
+                pool=len(S.seeds),
             )
         )
     return runs

@@ -320,7 +320,9 @@ def seed_curves(
     per_epoch = (len(tr) // min(base.batch_size, len(tr))) * min(base.batch_size, len(tr))
     rows, hist, timing = [], [], []
     specs = [dataclasses.replace(base, **dict(f), seed=seed, snapshot_epochs=tuple(keep)) for f in variants.values()]
-    prefetch(specs, device=str(dev), caps=caps)  # on a lent GPU: the variants side by side (maelab.prefetch)
+    # on a lent GPU the page's seeds are computed side by side (Context.load_or_compute_many), each in a worker
+    # with no pool of its own; a run with a pool here (train_workers >= 2) pre-trains the variants side by side
+    prefetch(specs, device=str(dev), caps=caps)
     for i, (name, spec) in enumerate(zip(variants, specs)):
         model, res, _, _ = experiments.pretrain(
             spec, device=str(dev), progress=progress, train_data=tr, test_data=te, caps=caps
