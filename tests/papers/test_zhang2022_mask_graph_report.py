@@ -109,3 +109,39 @@ def test_other_settings_are_refused_in_one_line():
         report.zoo_floor_config(CPU)
     with pytest.raises(ParameterError, match="spec"):
         report.learned_config({"dataset": "mnist"})
+
+
+def test_collapse_assembled_from_parts_computed_by_the_pool_equals_one_computed_in_one_go(cache, tmp_path):
+    """maelab.parts: in an installment each collapsed-decoder fit and the contrast MAE of Theorem 3.6 are parts, which
+    the pool computes side by side (prefetch.compute_parts); the record assembled from them equals the record
+    computed with parts off, one fit after another, value for value."""
+    import pandas as pd
+    import torch
+
+    from maelab import prefetch
+    from maelab.options import RunOptions
+
+    S = profiles.settings("zhang_mask_graph", "smoke")
+    spec = report.collapse_spec(S, 0)
+
+    def record(root, **opts):
+        fn = lambda: report.collapse(S, spec, device="cpu", progress=False)  # noqa: E731
+        kw = dict(notebook="zhang_mask_graph", profile="smoke", root=root, log=None, options=RunOptions(**opts))
+        return store.load_or_compute("collapse_floor", report.collapse_config(S, spec), fn, **kw)
+
+    try:
+        pooled = record(tmp_path / "pool", store_parts=True, train_workers=2)
+    finally:
+        prefetch.shutdown()
+    names = sorted(p.name for p in (tmp_path / "pool" / "zhang_mask_graph").glob("collapse_floor__*.smoke.json"))
+    want = [f"fit_r{r:g}_s{s}".replace(".", "p") for r in S.collapse_mask_ratios for s in S.collapse_seeds]
+    assert names == sorted(f"collapse_floor__{k}.smoke.json" for k in [*want, "contrast_mae"])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as a worker computes
+    try:
+        plain = record(tmp_path / "plain")
+    finally:
+        torch.set_num_threads(threads)
+    pd.testing.assert_frame_equal(pooled["fits"], plain["fits"], check_exact=True)
+    for k in ("var_x2", "var_blind", "mae_loss"):
+        assert pooled[k] == plain[k], k

@@ -12,14 +12,18 @@ the shared zoo's test images (:func:`zoo_floor_config`, :func:`zoo_floor`). :fun
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from maelab import data, experiments, masking, result_keys, zoo
+from maelab._util import resolve_device
 from maelab._validate import ParameterError
 from maelab.options import DryRunLimits
+from maelab.parts import Task
+from maelab.prefetch import compute_parts
 
 from . import mask_graph
 from .settings import ZhangMaskGraphSettings
@@ -240,6 +244,27 @@ def collapse_config(S: ZhangMaskGraphSettings, spec: experiments.PretrainSpec) -
     }
 
 
+def _fit_key(mask_ratio: float, seed: int) -> str:
+    return f"fit_r{mask_ratio:g}_s{seed}".replace(".", "p")
+
+
+def _collapse_fit(S: ZhangMaskGraphSettings, spec, mask_ratio: float, seed: int, device: str, caps) -> dict:
+    """One collapsed decoder of :func:`collapse` (module level: a worker process may compute it as a part)."""
+    tr, te = experiments.load_data(spec, "cpu", False)
+    model = experiments.build_model(dataclasses.replace(spec, seed=seed)).to(device)  # the spec's model, seed s
+    fit = mask_graph.fit_collapsed_decoder(
+        model, tr.images, te.images, mask_ratio=mask_ratio, steps=S.collapse_steps, batch_size=COLLAPSE_BATCH,
+        lr=COLLAPSE_LR, seed=seed, caps=caps,
+    )  # fmt: skip
+    return {"test_loss": fit["test_loss"], "first_loss": float(fit["trace"][0])}
+
+
+def _contrast_mae(spec, device: str, progress, caps) -> dict:
+    """The contrast run of :func:`collapse`: ``spec`` pre-trained, its test reconstruction loss (a part, as above)."""
+    mae, _, _, te = experiments.pretrain(spec, device=device, progress=progress, caps=caps)
+    return {"mae_loss": experiments.reconstruction_loss(mae, te.images, 0.75, seed=spec.seed, caps=caps)}
+
+
 def collapse(
     S: ZhangMaskGraphSettings,
     spec: experiments.PretrainSpec,
@@ -248,33 +273,42 @@ def collapse(
     progress: bool | None = None,
     caps: DryRunLimits | None = None,
 ) -> dict[str, Any]:
-    """Theorem 3.6: a decoder trained behind a constant encoder at each mask ratio and seed (on the CPU,
+    """Theorem 3.6: a decoder trained behind a constant encoder at each mask ratio and seed (on ``device``,
     :func:`~maelab.papers.zhang2022.mask_graph.fit_collapsed_decoder`), the floor Var(x2) and the best single
-    constant patch of the test targets, and the test loss of ``spec`` briefly pre-trained (the contrast run)."""
+    constant patch of the test targets, and the test loss of ``spec`` briefly pre-trained (the contrast run).
+
+    Each fit and the contrast run are parts of the record (:mod:`maelab.parts`: ``fit_r<ratio>_s<seed>``,
+    ``contrast_mae``): in an installment the pool computes them side by side (:func:`maelab.prefetch.compute_parts`)
+    and a cut-off installment keeps the ones it finished; elsewhere they run one after another, in the order they
+    always ran. At gpu they run on the GPU: 20 fits of 4,000 steps on the lent machine's CPU, one after another,
+    would have outlasted every installment (about 7 s per 100 steps here, 2026-12-01)."""
     import pandas as pd
     import torch
 
     S = _settings(S)
-    tr, te = experiments.load_data(spec, "cpu", progress)
-    rows = []
-    for mr in S.collapse_mask_ratios:
-        for s in S.collapse_seeds:
-            model = experiments.build_model(dataclasses.replace(spec, seed=s))  # the spec's model, seed s
-            fit = mask_graph.fit_collapsed_decoder(
-                model, tr.images, te.images, mask_ratio=mr, steps=S.collapse_steps, batch_size=COLLAPSE_BATCH,
-                lr=COLLAPSE_LR, seed=s, caps=caps,
-            )  # fmt: skip
-            rows.append({"mask_ratio": mr, "seed": s, "test_loss": fit["test_loss"], "first_loss": fit["trace"][0]})
+    dev = str(resolve_device(device))
+    pairs = [(mr, s) for mr in S.collapse_mask_ratios for s in S.collapse_seeds]
+    fits = [
+        Task(
+            _fit_key(mr, s), {"mask_ratio": mr, "seed": s}, functools.partial(_collapse_fit, S, spec, mr, s, dev, caps)
+        )
+        for mr, s in pairs
+    ]
+    mae = Task(
+        "contrast_mae", {"what": "the contrast MAE"}, functools.partial(_contrast_mae, spec, dev, progress, caps)
+    )
+    compute_parts([*fits, mae], device=dev, caps=caps)
+    rows = [{"mask_ratio": mr, "seed": s, **task()} for (mr, s), task in zip(pairs, fits)]
+    cols = ["mask_ratio", "seed", "test_loss", "first_loss"]  # a stored part's keys come back sorted
+    _, te = experiments.load_data(spec, "cpu", progress)
     ref = experiments.build_model(dataclasses.replace(spec, seed=0))
     with torch.no_grad():
         t = ref.target(te.images)
-    mae, _, _, te2 = experiments.pretrain(spec, device=device, progress=progress, caps=caps)
-    mae_loss = experiments.reconstruction_loss(mae, te2.images, 0.75, seed=spec.seed, caps=caps)
     return {
-        "fits": pd.DataFrame(rows),
+        "fits": pd.DataFrame(rows, columns=cols),
         "var_x2": mask_graph.masked_target_variance(t),
         "var_blind": mask_graph.position_blind_variance(t),
-        "mae_loss": mae_loss,
+        "mae_loss": mae()["mae_loss"],
     }
 
 

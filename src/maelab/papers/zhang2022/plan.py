@@ -157,6 +157,8 @@ def ablation_runs(profile: str) -> list[PlannedRun]:
 def mask_graph_runs(profile: str) -> list[PlannedRun]:
     S = settings("zhang_mask_graph", profile)
     spec = mask_graph_report.collapse_spec(S, 0)  # the seed changes no cost
+    # every fit and the contrast MAE are parts of one record, side by side in an installment's pool
+    pool = len(S.collapse_mask_ratios) * len(S.collapse_seeds) + 1
     runs = [
         PlannedRun(
             f"collapsed decoder m={m:g}",
@@ -169,10 +171,11 @@ def mask_graph_runs(profile: str) -> list[PlannedRun]:
             mask_ratio=m,
             data_images=S.collapse_n_train + S.collapse_n_test,
             repeats=len(S.collapse_seeds),
+            pool=pool,
         )
         for m in S.collapse_mask_ratios
     ]
-    return runs + [PlannedRun.from_spec(spec, label="micro MAE (Theorem 3.6)")]
+    return runs + [PlannedRun.from_spec(spec, label="micro MAE (Theorem 3.6)", pool=pool)]
 
 
 def regime_runs(profile: str) -> list[PlannedRun]:

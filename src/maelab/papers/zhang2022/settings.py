@@ -43,7 +43,7 @@ class ZhangMaskGraphSettings(NotebookSettings):
     ``collapse_steps`` steps per (mask ratio, seed), a normal MAE ``mae_epochs`` epochs (the contrast run: the row
     on the remark after Theorem 3.6 reads the shared zoo, :mod:`maelab.zoo`, whose settings are the zoo's).
 
-    gpu: the trained parts (collapsed decoders, the micro MAE) are 7 min on one H100 by the cost model
+    gpu: the trained parts (collapsed decoders, the micro MAE) run on the GPU, side by side as parts of one record
     (``python -m maelab.book plan --profile gpu``: 4,000 steps x 4 mask ratios x 5 seeds, MAE 200 epochs); Fig.
     2b/c and the exact graphs are numpy on the CPU (not modelled).
 
