@@ -239,3 +239,7 @@ def test_a_page_s_independent_results_computed_by_the_pool_equal_its_own(cache, 
                 assert same, (s, k)
     with pytest.raises(ParameterError, match=r"jobs\[0\] must be a tuple \(name, config, fn, seeds\)"):
         ctx(tmp_path / "own", 0).load_or_compute_many({0: ("run_s0", {}, None)})
+    bad = {0: ("run_s9", {"profile": "cpu"}, functools.partial(E.pretrain_and_evaluate, _spec(9)), [9])}
+    with pytest.raises(ParameterError, match="config key must be not 'profile'"):
+        ctx(tmp_path / "bad", 2).load_or_compute_many(bad)
+    assert not (tmp_path / "bad").exists() or not list((tmp_path / "bad").rglob("run_s9*"))  # nothing stored

@@ -117,12 +117,7 @@ class Context:
         if "profile" in config:
             raise ParameterError("config key", "not 'profile' (Context adds it)", "profile")
         full = {"profile": self.profile, **config}
-        if (
-            self.profile == "gpu"
-            and getattr(self.device, "type", "cpu") != "cuda"
-            and self.caps is None
-            and not self.options.allow_cpu
-        ):
+        if self._gpu_without_cuda:
 
             def fn(fn=fn):  # only reached when the result must be computed (a stored one is loaded)
                 from .plan import gpu_on_cpu_message
@@ -143,6 +138,13 @@ class Context:
         self.results.append(res)
         return res
 
+    @property
+    def _gpu_without_cuda(self) -> bool:
+        """The gpu profile on a machine without CUDA, outside a dry run and without ``allow_cpu``: where
+        :meth:`load_or_compute` refuses to compute (:class:`GpuUnavailable`)."""
+        cuda = getattr(self.device, "type", "cpu") == "cuda"
+        return self.profile == "gpu" and not cuda and self.caps is None and not self.options.allow_cpu
+
     def load_or_compute_many(self, jobs: dict) -> dict:
         """Several independent results at once: ``jobs`` is ``{key: (name, config, fn, seeds)}``, each as
         :meth:`load_or_compute` takes it; returns ``{key: Result}`` in ``jobs``' order, what one
@@ -159,11 +161,11 @@ class Context:
         if not isinstance(jobs, dict):
             raise ParameterError("jobs", "a dict {key: (name, config, fn, seeds)}", type(jobs).__name__)
         for key, job in jobs.items():
-            if not (isinstance(job, tuple) and len(job) == 4 and callable(job[2])):
+            if not (isinstance(job, tuple) and len(job) == 4 and callable(job[2]) and isinstance(job[1], dict)):
                 raise ParameterError(f"jobs[{key!r}]", "a tuple (name, config, fn, seeds)", job)
-        cuda = getattr(self.device, "type", "cpu") == "cuda"
-        pooled = self.options.train_workers >= 2 and not self.recompute
-        if pooled and (self.profile != "gpu" or cuda or self.caps is not None or self.options.allow_cpu):
+            if "profile" in job[1]:  # refused before a worker could store anything
+                raise ParameterError("config key", "not 'profile' (Context adds it)", "profile")
+        if self.options.train_workers >= 2 and not self.recompute and not self._gpu_without_cuda:
             from ..prefetch import compute_records
 
             alone = self.options.replace(train_workers=0)
