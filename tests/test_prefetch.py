@@ -239,6 +239,12 @@ def test_a_page_s_independent_results_computed_by_the_pool_equal_its_own(cache, 
                 assert same, (s, k)
     with pytest.raises(ParameterError, match=r"jobs\[0\] must be a tuple \(name, config, fn, seeds\)"):
         ctx(tmp_path / "own", 0).load_or_compute_many({0: ("run_s0", {}, None)})
+    # the gpu profile on a machine without CUDA: nothing handed over, and the page meets load_or_compute's refusal
+    gpu = book.setup("masking", book.RunOptions(profile="gpu", device="cpu", results_root=str(tmp_path / "gpu"),
+                                                train_workers=2).to_param())  # fmt: skip
+    with pytest.raises(book.GpuUnavailable):
+        gpu.load_or_compute_many(jobs())
+    assert len(handed) == 2  # the pool was not asked
     bad = {0: ("run_s9", {"profile": "cpu"}, functools.partial(E.pretrain_and_evaluate, _spec(9)), [9])}
     with pytest.raises(ParameterError, match="config key must be not 'profile'"):
         ctx(tmp_path / "bad", 2).load_or_compute_many(bad)
