@@ -249,3 +249,54 @@ def test_a_page_s_independent_results_computed_by_the_pool_equal_its_own(cache, 
     with pytest.raises(ParameterError, match="config key must be not 'profile'"):
         ctx(tmp_path / "bad", 2).load_or_compute_many(bad)
     assert not (tmp_path / "bad").exists() or not list((tmp_path / "bad").rglob("run_s9*"))  # nothing stored
+
+
+class _DiesWhenUnpickled:
+    """As ``caps``: a worker's arguments that end the spawned worker before it is ready (as a program whose children
+    cannot import it does)."""
+
+    def __reduce__(self):
+        import os
+
+        return (os._exit, (5,))
+
+
+def _within(seconds, fn):
+    """``fn()``'s value, failing the test (rather than hanging it) if it has not returned within ``seconds``."""
+    import threading
+
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("value", fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"still waiting after {seconds} s"
+    return out["value"]
+
+
+def test_a_worker_that_dies_holding_a_job_leaves_it_to_the_caller_and_is_replaced(tmp_path, capfd, pool):
+    import functools
+    import os
+    from pathlib import Path
+
+    done = tmp_path / "done"
+    calls = {"dies": functools.partial(os._exit, 3), "works": functools.partial(Path.write_text, done, "x")}
+    assert _within(120, lambda: prefetch.compute_records(calls, device="cpu", workers=2)) == 2
+    assert done.read_text() == "x"  # the live worker did its job
+    assert "ended (exit code 3): its job is left to the page" in capfd.readouterr().err
+    # the next call starts a worker in place of the dead one, and both work
+    again = {k: functools.partial(Path.write_text, tmp_path / k, k) for k in "ab"}
+    assert _within(120, lambda: prefetch.compute_records(again, device="cpu", workers=2)) == 2
+    assert [(tmp_path / k).read_text() for k in "ab"] == ["a", "b"]
+    (p,) = prefetch._pools.values()
+    assert len(p.procs) == 2 and all(w.is_alive() for w in p.procs.values())
+
+
+def test_a_pool_whose_workers_die_at_start_leaves_every_job_to_the_caller(tmp_path, capfd, pool):
+    import functools
+    from pathlib import Path
+
+    calls = {k: functools.partial(Path.write_text, tmp_path / k, k) for k in "abc"}
+    n = _within(120, lambda: prefetch.compute_records(calls, device="cpu", caps=_DiesWhenUnpickled(), workers=2))
+    assert n == 3 and not any((tmp_path / k).exists() for k in "abc")  # handed over, done by no one
+    err = capfd.readouterr().err
+    assert err.count("(exit code 5): it held no job") == 2 and "3 job(s) left to the page" in err

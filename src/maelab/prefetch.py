@@ -42,12 +42,21 @@ Whole records. A page whose results are independent records (``cao_decoder``'s r
 shared zoo's entries) hands the pending ones to :func:`compute_records`: a page through
 :meth:`maelab.book.Context.load_or_compute_many`, the zoo through ``maelab.zoo``. A worker stores the record as the
 page would, with run options whose ``train_workers`` is 0 (no pool inside the pool), and the page then loads it.
+
+A worker that dies. A worker killed mid-job (for memory on a lent machine, a crash in a compiled kernel) or at its
+start (a program whose children cannot import it) stores nothing, since a record or a part is written whole or not
+at all, and it releases its locks with its process. Waiting for the pool (:func:`compute_parts`,
+:func:`compute_records`, :func:`join`) therefore never waits on a dead worker: each worker reports when it is ready,
+takes a job and finishes one; a wait polls the workers' liveness (every :data:`POLL_S` seconds without news), counts
+a dead worker's job as ended, and prints one line. The caller then meets that job as it meets one a worker failed on:
+it computes it itself. The next call on the pool starts workers in place of the dead ones.
 """
 
 from __future__ import annotations
 
 import atexit
 import multiprocessing as mp
+import queue as queue_module
 import sys
 from collections.abc import Iterable
 
@@ -58,7 +67,9 @@ from . import parts
 DEFAULT_GPU_WORKERS = 8
 
 EXIT_WAIT_S = 2.0  # at exit, seconds a worker may take to finish before it is ended
-_pools: dict[tuple, tuple] = {}  # (device, caps) -> (queue, processes)
+POLL_S = 1.0  # a wait checks the workers' liveness after this many seconds without news from them
+_READY, _TOOK, _DONE = "ready", "took", "done"  # what a worker reports, with its number
+_pools: dict[tuple, _Pool] = {}  # (device, caps) -> its pool
 
 
 def pool_size(given: int | None = None) -> int:
@@ -88,47 +99,136 @@ class _PartJob:
         return f"{self.where['name']}{parts.SEPARATOR}{self.task.key}"
 
 
-def _worker(queue, device: str, caps) -> None:
-    import torch
-
-    torch.set_num_threads(1)
+def _run(job, device: str, caps) -> None:
     from . import experiments
     from .train.checkpoint import checkpoint_lock, default_checkpoint_dir
 
+    if isinstance(job, _PartJob):  # stored by the store, under its lock: the page's part() loads it
+        with parts.scope(**job.where):
+            job.task()
+    elif isinstance(job, _RecordJob):  # likewise: the page's own load_or_compute then loads it
+        job.fn()
+    else:
+        with checkpoint_lock(default_checkpoint_dir(job.key, caps), blocking=False) as mine:
+            if mine:  # else someone (the page's loop) is training it: the next one
+                experiments.pretrain(job, device=device, progress=False, caps=caps)
+
+
+def _worker(jobs, events, number: int, device: str, caps) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    events.put((number, _READY))
     while True:
-        job = queue.get()
+        job = jobs.get()
+        if job is None:
+            return
+        events.put((number, _TOOK))
         try:
-            if job is None:
-                return
-            if isinstance(job, _PartJob):  # stored by the store, under its lock: the page's part() loads it
-                with parts.scope(**job.where):
-                    job.task()
-                continue
-            if isinstance(job, _RecordJob):  # likewise: the page's own load_or_compute then loads it
-                job.fn()
-                continue
-            with checkpoint_lock(default_checkpoint_dir(job.key, caps), blocking=False) as mine:
-                if mine:  # else someone (the page's loop) is training it: the next one
-                    experiments.pretrain(job, device=device, progress=False, caps=caps)
+            _run(job, device, caps)
         except Exception as e:  # left for the page's loop, which computes it and meets the error itself
             print(f"[prefetch] {job.key}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
         finally:
-            queue.task_done()
+            events.put((number, _DONE))
 
 
-def _queue(device: str, caps, n: int):
-    """The queue of the pool of ``n`` workers for (``device``, ``caps``), started on first use."""
+class _Pool:
+    """``n`` spawned workers (CUDA cannot be used in a forked child) sharing one job queue; the parent counts the
+    jobs handed over and ended, and knows from the workers' reports which of them is busy."""
+
+    def __init__(self, device: str, caps, n: int) -> None:
+        self.device, self.caps = device, caps
+        self.ctx = mp.get_context("spawn")
+        self.jobs, self.events = self.ctx.Queue(), self.ctx.Queue()
+        self.procs: dict[int, mp.process.BaseProcess] = {}
+        self.state: dict[int, str] = {}  # worker number -> its last report (absent: not ready yet)
+        self.handed = self.ended = 0
+        self.started = 0
+        self.fill(n)
+
+    def fill(self, n: int) -> None:
+        """Start workers until ``n`` are alive (in place of dead ones too)."""
+        while len(self.procs) < n:
+            number, self.started = self.started, self.started + 1
+            p = self.ctx.Process(target=_worker, args=(self.jobs, self.events, number, self.device, self.caps))
+            p.daemon = True
+            p.start()
+            self.procs[number] = p
+
+    def put(self, job) -> None:
+        self.jobs.put(job)
+        self.handed += 1
+
+    def _read(self, number: int, what: str) -> None:
+        if what == _DONE:
+            self.ended += 1
+        self.state[number] = what
+
+    def _reap(self) -> bool:
+        """Forget the dead workers, counting each one's job as ended; True if one had died."""
+        dead = [k for k, p in self.procs.items() if not p.is_alive()]
+        for k in dead:
+            p = self.procs.pop(k)
+            busy = self.state.pop(k, None) == _TOOK
+            self.ended += busy
+            what = "its job is left to the page" if busy else "it held no job"
+            print(f"[prefetch] worker {k} ended (exit code {p.exitcode}): {what}", file=sys.stderr, flush=True)
+        return bool(dead)
+
+    def wait(self) -> None:
+        """Until every job handed over has ended, or has no live worker left to end it."""
+        lost_one = False
+        while self.ended < self.handed:
+            try:
+                self._read(*self.events.get(timeout=POLL_S))
+                continue
+            except queue_module.Empty:
+                pass
+            lost_one |= self._reap()
+            live_idle = self.procs and all(self.state.get(k) in (_READY, _DONE) for k in self.procs)
+            if not self.procs or (lost_one and live_idle):
+                # no worker left; or the live ones wait on an empty queue after a worker died holding a job it
+                # had not yet reported: what is left is the page's
+                left = self.handed - self.ended
+                print(
+                    f"[prefetch] {left} job(s) left to the page: no live worker holds them", file=sys.stderr, flush=True
+                )
+                self.ended = self.handed
+                self._drain()
+
+    def _drain(self) -> None:
+        """Take back the jobs no worker has taken (the page computes them)."""
+        try:
+            while True:
+                self.jobs.get_nowait()
+        except queue_module.Empty:
+            pass
+
+    def shutdown(self, timeout: float | None) -> None:
+        for _ in self.procs:
+            self.jobs.put(None)
+        for p in self.procs.values():
+            p.join(timeout)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+        self.jobs.cancel_join_thread()  # jobs no live worker will read are dropped, not flushed forever
+        for q in (self.jobs, self.events):
+            q.close()
+            q.join_thread()
+
+
+def _pool(device: str, caps, n: int) -> _Pool:
+    """The pool of ``n`` workers for (``device``, ``caps``), started on first use; dead workers are replaced."""
     key = (str(device), caps)
     if key not in _pools:
-        ctx = mp.get_context("spawn")  # CUDA cannot be used in a forked child
-        queue = ctx.JoinableQueue()
-        procs = [ctx.Process(target=_worker, args=(queue, str(device), caps), daemon=True) for _ in range(n)]
-        for p in procs:
-            p.start()
         if not _pools:
             atexit.register(shutdown, EXIT_WAIT_S)
-        _pools[key] = (queue, procs)
-    return _pools[key][0]
+        _pools[key] = _Pool(str(device), caps, n)
+    else:
+        _pools[key]._reap()
+        _pools[key].fill(n)
+    return _pools[key]
 
 
 def prefetch(specs: Iterable, *, device: str, caps=None, workers: int | None = None) -> int:
@@ -140,9 +240,9 @@ def prefetch(specs: Iterable, *, device: str, caps=None, workers: int | None = N
     specs = list(dict.fromkeys(specs))  # each once, in order
     if n < 2 or not specs:
         return 0
-    queue = _queue(device, caps, n)
+    pool = _pool(device, caps, n)
     for s in specs:
-        queue.put(s)
+        pool.put(s)
     return len(specs)
 
 
@@ -152,16 +252,16 @@ def compute_parts(tasks: Iterable, *, device: str, caps=None, workers: int | Non
     (``workers``, see :func:`pool_size`) is 2 or more; returns how many were handed over (0: none, and the caller
     trains as before -- e.g. :func:`prefetch` its pre-training only). Each worker computes a whole part, training
     and evaluation, inside the record's scope: it is stored as the part the caller's own ``part`` call then loads
-    (a part already stored is not handed over; one a worker failed on is computed by the caller, which meets the
-    error itself). ``device``, ``caps``: as :func:`prefetch`'s."""
+    (a part already stored is not handed over; one a worker failed on, or died computing, is computed by the
+    caller, which meets the error itself). ``device``, ``caps``: as :func:`prefetch`'s."""
     where = parts.record_scope()
     n = pool_size(workers)
     tasks = [t for t in tasks if not parts.stored(t.key, t.config)] if where is not None and n >= 2 else []
     if not tasks:
         return 0
-    queue = _queue(device, caps, n)
+    pool = _pool(device, caps, n)
     for t in tasks:
-        queue.put(_PartJob(t, where))
+        pool.put(_PartJob(t, where))
     join()
     return len(tasks)
 
@@ -171,36 +271,28 @@ def compute_records(calls: dict, *, device: str, caps=None, workers: int | None 
     :func:`pool_size`) is 2 or more; returns how many were handed over (0: none). ``calls``: ``{key: fn}``, each
     ``fn`` a picklable call that loads or computes and stores one record (e.g. a ``functools.partial`` of a
     module-level function around :func:`maelab.store.load_or_compute`): the records the caller then loads, as
-    :func:`compute_parts` does for parts (a record a worker failed on is computed by the caller, which meets the
-    error itself). ``device``, ``caps``: as :func:`prefetch`'s."""
+    :func:`compute_parts` does for parts (a record a worker failed on, or died computing, is computed by the caller,
+    which meets the error itself). ``device``, ``caps``: as :func:`prefetch`'s."""
     n = pool_size(workers)
     if n < 2 or not calls:
         return 0
-    queue = _queue(device, caps, n)
+    pool = _pool(device, caps, n)
     for key, fn in calls.items():
-        queue.put(_RecordJob(key, fn))
+        pool.put(_RecordJob(key, fn))
     join()
     return len(calls)
 
 
 def join() -> None:
-    """Wait until every pool has worked through what it was handed (tests; a caller that wants the checkpoints
-    before it goes on)."""
-    for queue, _ in _pools.values():
-        queue.join()
+    """Wait until every pool has worked through what it was handed, or has no live worker left for it (tests; a
+    caller that wants the checkpoints before it goes on)."""
+    for pool in _pools.values():
+        pool.wait()
 
 
 def shutdown(timeout: float | None = None) -> None:
     """End every pool's workers after what they were handed (``timeout``: seconds to wait for each before ending it
     at once) and forget the pools. Registered to run, with a short timeout, when the process exits."""
-    for queue, procs in _pools.values():
-        for _ in procs:
-            queue.put(None)
-        for p in procs:
-            p.join(timeout)
-            if p.is_alive():
-                p.terminate()
-                p.join()
-        queue.close()
-        queue.join_thread()
+    for pool in _pools.values():
+        pool.shutdown(timeout)
     _pools.clear()
