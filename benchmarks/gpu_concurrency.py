@@ -43,13 +43,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 
 
-def _workload(label: str):
+def _workload(label: str | None):
+    """The gpu plan's calibration workload labelled ``label``; None: the one with the most planned optimiser steps
+    (the one ``maelab.device.calibrate.calibrate`` times side by side)."""
     from maelab import papers
 
     papers.install()
     from maelab.device.calibrate import workloads
 
     runs = workloads("gpu")
+    if label is None:
+        return max(runs, key=lambda r: r.steps * r.repeats)
     for r in runs:
         if r.label == label:
             return r
@@ -66,7 +70,7 @@ def _git_commit() -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--procs", type=int, nargs="+", default=[1, 8, 4, 14, 2])
-    p.add_argument("--label", default="fashion_mnist mae", help="the calibration workload (zhang_umae's MAE)")
+    p.add_argument("--label", default=None, help="a calibration workload (default: the most planned steps)")
     p.add_argument("--iters", type=int, default=30, help="optimiser steps per timed epoch")
     p.add_argument("--device", default="cuda")
     p.add_argument("--out", default=None)
@@ -95,12 +99,13 @@ def main(argv=None) -> int:
             "git_commit": _git_commit(),
             "argv": sys.argv[1:],
         },
-        "workload": args.label,
+        "workload": None,
         "iters": args.iters,
         "results": [],
     }
-    print(f"[gpu_concurrency] {result['provenance']['device']} · torch {torch.__version__} · {args.label}", flush=True)
     run, base = _workload(args.label), None  # resolved once here, handed to the children
+    result["workload"] = run.label
+    print(f"[gpu_concurrency] {result['provenance']['device']} · torch {torch.__version__} · {run.label}", flush=True)
     for n in args.procs:
         try:
             row = measure_pool(run, n, device=str(dev), iters=args.iters)

@@ -55,23 +55,37 @@ def _describe(r) -> dict:
     }
 
 
-def measure(run, *, device, iters: int = ITERS, caps=None) -> dict:
-    """Time ``run``'s model with the real trainer on ``device``: one row of the calibration table (``caps``: a dry
-    run's :class:`maelab.options.DryRunLimits`, handed to the trainer)."""
+def train_timed(run, model, *, device, iters: int = ITERS, caps=None, compile: bool = False):
+    """Train ``model`` (built by ``run.build()``) as the calibration times it: the real trainer
+    (:func:`maelab.train.train`) for two epochs of ``iters`` steps at ``run``'s batch size and mask ratio, on random
+    images (seed 0); returns its :class:`~maelab.train.TrainResult`. ``caps``: a dry run's
+    :class:`maelab.options.DryRunLimits`, handed to the trainer; ``compile``: the trainer's ``TrainConfig.compile``,
+    off as in every notebook, on in ``benchmarks/gpu_compile.py``'s comparison."""
     import torch
 
-    from .. import cost, train
+    from .. import train
     from ..data._common import Dataset
 
     positive_int("iters", iters)
-    model = run.build()
-    step = cost.step_flops(model, run.batch_size, mask_ratio=run.mask_ratio)
     g = torch.Generator().manual_seed(0)
     n = run.batch_size * iters
     images = torch.rand(n, run.channels, run.img_size, run.img_size, generator=g)
     data = Dataset(images, torch.randint(0, 10, (n,), generator=g), None, "calibration")
-    cfg = train.TrainConfig(epochs=2, batch_size=run.batch_size, warmup_epochs=0, mask_ratio=run.mask_ratio, seed=0)
-    hist = train.train(model, data, cfg, device=device, progress=False, caps=caps).history
+    cfg = train.TrainConfig(
+        epochs=2, batch_size=run.batch_size, warmup_epochs=0, mask_ratio=run.mask_ratio, seed=0, compile=compile
+    )
+    return train.train(model, data, cfg, device=device, progress=False, caps=caps)
+
+
+def measure(run, *, device, iters: int = ITERS, caps=None, compile: bool = False) -> dict:
+    """Time ``run``'s model with the real trainer on ``device`` (:func:`train_timed`): one row of the calibration
+    table, from the second epoch (the first warms up kernels and the allocator, and compiles where ``compile``)."""
+    from .. import cost
+
+    positive_int("iters", iters)
+    model = run.build()
+    step = cost.step_flops(model, run.batch_size, mask_ratio=run.mask_ratio)
+    hist = train_timed(run, model, device=device, iters=iters, caps=caps, compile=compile).history
     # the last epoch that took steps (a dry run's step cap can leave the second one empty)
     timed = [float(h["images_per_s"]) for h in hist if math.isfinite(h["images_per_s"]) and h["images_per_s"] > 0]
     if not timed:
@@ -90,34 +104,37 @@ def measure(run, *, device, iters: int = ITERS, caps=None) -> dict:
     }
 
 
-def _pool_child(run, iters: int, device: str, barrier, queue) -> None:
+def _pool_child(run, iters: int, device: str, barrier, queue, compile: bool = False) -> None:
     """One process of :func:`measure_pool`: a warm-up, the barrier, then the timed :func:`measure`."""
     import torch
 
     torch.set_num_threads(1)
     try:
-        measure(run, device=device, iters=max(2, iters // 4))  # warm-up: context, kernels, allocator
+        measure(run, device=device, iters=max(2, iters // 4), compile=compile)  # warm-up: context, kernels, allocator
         barrier.wait(timeout=300)
         t0 = time.time()
-        row = measure(run, device=device, iters=iters)
+        row = measure(run, device=device, iters=iters, compile=compile)
         queue.put({"ok": True, "images_per_s": row["images_per_s"], "t0": t0, "t1": time.time()})
     except Exception as e:  # reported by the parent, never hidden
         barrier.abort()
         queue.put({"ok": False, "error": f"{type(e).__name__}: {e}"})
 
 
-def measure_pool(run, procs: int, *, device, iters: int = ITERS) -> dict:
+def measure_pool(run, procs: int, *, device, iters: int = ITERS, compile: bool = False) -> dict:
     """``procs`` spawned processes (one torch thread each, as :mod:`maelab.prefetch`'s workers) training ``run``
     side by side on ``device``: each warms up, all meet at a barrier, then each runs :func:`measure`. Returns
     ``procs``, ``images_per_s_sum`` (the sum of each process's images/s in its timed epoch), ``images_per_s_wall``
     (every image of the timed measurements, both epochs, over the span from the barrier to the last process's end,
-    model building and uneven ends included: a lower bound) and ``seconds``."""
+    model building and uneven ends included: a lower bound) and ``seconds``. ``compile``: as :func:`measure`'s (the
+    warm-up then compiles too)."""
     import multiprocessing as mp
 
     positive_int("procs", procs)
     ctx = mp.get_context("spawn")
     barrier, queue = ctx.Barrier(procs), ctx.Queue()
-    workers = [ctx.Process(target=_pool_child, args=(run, iters, str(device), barrier, queue)) for _ in range(procs)]
+    workers = [
+        ctx.Process(target=_pool_child, args=(run, iters, str(device), barrier, queue, compile)) for _ in range(procs)
+    ]
     t_start = time.time()
     for w in workers:
         w.start()
