@@ -273,7 +273,7 @@ def _within(seconds, fn):
     return out["value"]
 
 
-def test_a_worker_that_dies_holding_a_job_leaves_it_to_the_caller_and_is_replaced(tmp_path, capfd, pool):
+def test_a_worker_that_dies_holding_a_job_leaves_it_to_the_caller_and_the_pool_is_renewed(tmp_path, capfd, pool):
     import functools
     import os
     from pathlib import Path
@@ -283,12 +283,13 @@ def test_a_worker_that_dies_holding_a_job_leaves_it_to_the_caller_and_is_replace
     assert _within(120, lambda: prefetch.compute_records(calls, device="cpu", workers=2)) == 2
     assert done.read_text() == "x"  # the live worker did its job
     assert "ended (exit code 3): its job is left to the page" in capfd.readouterr().err
-    # the next call starts a worker in place of the dead one, and both work
+    assert not prefetch._pools  # the pool that lost a worker is retired
+    # the next call starts a fresh pool, whose two workers work
     again = {k: functools.partial(Path.write_text, tmp_path / k, k) for k in "ab"}
     assert _within(120, lambda: prefetch.compute_records(again, device="cpu", workers=2)) == 2
     assert [(tmp_path / k).read_text() for k in "ab"] == ["a", "b"]
     (p,) = prefetch._pools.values()
-    assert len(p.procs) == 2 and all(w.is_alive() for w in p.procs.values())
+    assert len(p.procs) == 2 and all(w.is_alive() for w in p.procs.values()) and not p.lost
 
 
 def test_a_pool_whose_workers_die_at_start_leaves_every_job_to_the_caller(tmp_path, capfd, pool):
@@ -300,3 +301,25 @@ def test_a_pool_whose_workers_die_at_start_leaves_every_job_to_the_caller(tmp_pa
     assert n == 3 and not any((tmp_path / k).exists() for k in "abc")  # handed over, done by no one
     err = capfd.readouterr().err
     assert err.count("(exit code 5): it held no job") == 2 and "3 job(s) left to the page" in err
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+def test_a_worker_killed_while_it_waits_for_work_does_not_jam_the_next_call(tmp_path, capfd, pool, victim):
+    """An idle worker waits on the job queue, one of them inside the queue's lock: killed there, it would leave the
+    lock held and the other worker stuck. The next call finds the dead worker and starts a fresh pool."""
+    import functools
+    import time
+    from pathlib import Path
+
+    first = {"a": functools.partial(Path.write_text, tmp_path / "a", "a")}
+    assert _within(120, lambda: prefetch.compute_records(first, device="cpu", workers=2)) == 1
+    (p,) = prefetch._pools.values()
+    deadline = time.monotonic() + 60
+    while not all(p.state.get(k) in ("ready", "done") for k in p.procs) and time.monotonic() < deadline:
+        p._poll(0.1)  # both workers are at the queue
+    p.procs[victim].kill()
+    p.procs[victim].join()
+    again = {k: functools.partial(Path.write_text, tmp_path / k, k) for k in "bc"}
+    assert _within(120, lambda: prefetch.compute_records(again, device="cpu", workers=2)) == 2
+    assert [(tmp_path / k).read_text() for k in "bc"] == ["b", "c"]
+    assert f"worker {victim} ended (exit code -9): it held no job" in capfd.readouterr().err

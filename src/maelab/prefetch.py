@@ -47,18 +47,20 @@ A worker that dies. A worker killed mid-job (for memory on a lent machine, a cra
 start (a program whose children cannot import it) stores nothing, since a record or a part is written whole or not
 at all, and it releases its locks with its process. Waiting for the pool (:func:`compute_parts`,
 :func:`compute_records`, :func:`join`) therefore never waits on a dead worker: each worker reports when it is ready,
-takes a job and finishes one; a wait polls the workers' liveness (every :data:`POLL_S` seconds without news), counts
-a dead worker's job as ended, and prints one line. The caller then meets that job as it meets one a worker failed on:
-it computes it itself. The next call on the pool starts workers in place of the dead ones.
+takes a job and finishes one, on a pipe of its own, which closes when it dies; a wait counts a dead worker's job as
+ended and prints one line (and checks the workers' liveness every :data:`POLL_S` seconds without news). The caller
+then meets that job as it meets one a worker failed on: it computes it itself. A pool that lost a worker is retired
+after the wait (a worker killed while it waited on the job queue can leave the queue's lock held), and the next
+call starts a fresh pool.
 """
 
 from __future__ import annotations
 
 import atexit
 import multiprocessing as mp
-import queue as queue_module
 import sys
 from collections.abc import Iterable
+from multiprocessing import connection
 
 from . import parts
 
@@ -68,7 +70,7 @@ DEFAULT_GPU_WORKERS = 8
 
 EXIT_WAIT_S = 2.0  # at exit, seconds a worker may take to finish before it is ended
 POLL_S = 1.0  # a wait checks the workers' liveness after this many seconds without news from them
-_READY, _TOOK, _DONE = "ready", "took", "done"  # what a worker reports, with its number
+_READY, _TOOK, _DONE = "ready", "took", "done"  # what a worker reports
 _pools: dict[tuple, _Pool] = {}  # (device, caps) -> its pool
 
 
@@ -114,95 +116,93 @@ def _run(job, device: str, caps) -> None:
                 experiments.pretrain(job, device=device, progress=False, caps=caps)
 
 
-def _worker(jobs, events, number: int, device: str, caps) -> None:
+def _worker(jobs, report, device: str, caps) -> None:
     import torch
 
     torch.set_num_threads(1)
-    events.put((number, _READY))
+    report.send(_READY)  # a pipe of its own: sent at once, no feeder thread that could die with the process
     while True:
         job = jobs.get()
         if job is None:
             return
-        events.put((number, _TOOK))
+        report.send(_TOOK)
         try:
             _run(job, device, caps)
         except Exception as e:  # left for the page's loop, which computes it and meets the error itself
             print(f"[prefetch] {job.key}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
         finally:
-            events.put((number, _DONE))
+            report.send(_DONE)
 
 
 class _Pool:
-    """``n`` spawned workers (CUDA cannot be used in a forked child) sharing one job queue; the parent counts the
-    jobs handed over and ended, and knows from the workers' reports which of them is busy."""
+    """``n`` spawned workers (CUDA cannot be used in a forked child) sharing one job queue, each reporting on a pipe
+    of its own; the parent counts the jobs handed over and ended, and knows from the reports which worker is busy. A
+    pool that lost a worker is retired once its wait is over (a worker killed while it waited on the queue may hold
+    the queue's lock): the next call starts a fresh one."""
 
     def __init__(self, device: str, caps, n: int) -> None:
-        self.device, self.caps = device, caps
-        self.ctx = mp.get_context("spawn")
-        self.jobs, self.events = self.ctx.Queue(), self.ctx.Queue()
+        ctx = mp.get_context("spawn")
+        self.jobs = ctx.Queue()
         self.procs: dict[int, mp.process.BaseProcess] = {}
+        self.reports: dict[int, object] = {}  # worker number -> the parent's end of its pipe
         self.state: dict[int, str] = {}  # worker number -> its last report (absent: not ready yet)
         self.handed = self.ended = 0
-        self.started = 0
-        self.fill(n)
-
-    def fill(self, n: int) -> None:
-        """Start workers until ``n`` are alive (in place of dead ones too)."""
-        while len(self.procs) < n:
-            number, self.started = self.started, self.started + 1
-            p = self.ctx.Process(target=_worker, args=(self.jobs, self.events, number, self.device, self.caps))
-            p.daemon = True
+        self.lost = False  # a worker died
+        for k in range(n):
+            mine, theirs = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_worker, args=(self.jobs, theirs, str(device), caps), daemon=True)
             p.start()
-            self.procs[number] = p
+            theirs.close()  # the child's copy is its own: its death closes the pipe
+            self.procs[k], self.reports[k] = p, mine
 
     def put(self, job) -> None:
         self.jobs.put(job)
         self.handed += 1
 
-    def _read(self, number: int, what: str) -> None:
-        if what == _DONE:
-            self.ended += 1
-        self.state[number] = what
+    def _dead(self, k: int) -> None:
+        p = self.procs.pop(k)
+        p.join(EXIT_WAIT_S)
+        self.reports.pop(k).close()
+        busy = self.state.pop(k, None) == _TOOK
+        self.ended += busy
+        self.lost = True
+        what = "its job is left to the page" if busy else "it held no job"
+        print(f"[prefetch] worker {k} ended (exit code {p.exitcode}): {what}", file=sys.stderr, flush=True)
 
-    def _reap(self) -> bool:
-        """Forget the dead workers, counting each one's job as ended; True if one had died."""
-        dead = [k for k, p in self.procs.items() if not p.is_alive()]
-        for k in dead:
-            p = self.procs.pop(k)
-            busy = self.state.pop(k, None) == _TOOK
-            self.ended += busy
-            what = "its job is left to the page" if busy else "it held no job"
-            print(f"[prefetch] worker {k} ended (exit code {p.exitcode}): {what}", file=sys.stderr, flush=True)
-        return bool(dead)
+    def _poll(self, timeout: float) -> bool:
+        """Read the workers' reports (waiting up to ``timeout`` for one); a closed pipe is a dead worker. True if
+        anything was read."""
+        ready = connection.wait(list(self.reports.values()), timeout)
+        for k in [k for k, r in self.reports.items() if r in ready]:
+            try:
+                what = self.reports[k].recv()
+            except (EOFError, OSError):
+                self._dead(k)
+                continue
+            self.ended += what == _DONE
+            self.state[k] = what
+        for k in [k for k, p in self.procs.items() if not p.is_alive() and k not in self.state]:
+            self._dead(k)  # ended before it was ready and its pipe has not closed yet
+        return bool(ready)
 
     def wait(self) -> None:
         """Until every job handed over has ended, or has no live worker left to end it."""
-        lost_one = False
         while self.ended < self.handed:
-            try:
-                self._read(*self.events.get(timeout=POLL_S))
+            if self._poll(POLL_S):
                 continue
-            except queue_module.Empty:
-                pass
-            lost_one |= self._reap()
             live_idle = self.procs and all(self.state.get(k) in (_READY, _DONE) for k in self.procs)
-            if not self.procs or (lost_one and live_idle):
-                # no worker left; or the live ones wait on an empty queue after a worker died holding a job it
-                # had not yet reported: what is left is the page's
+            if not self.procs or (self.lost and live_idle):
+                # no worker left; or the live ones wait on the queue after a worker died holding a job it had not
+                # yet reported (or holding the queue's lock): what is left is the page's
                 left = self.handed - self.ended
-                print(
-                    f"[prefetch] {left} job(s) left to the page: no live worker holds them", file=sys.stderr, flush=True
-                )
+                print(f"[prefetch] {left} job(s) left to the page: no live worker holds them", file=sys.stderr)
                 self.ended = self.handed
-                self._drain()
 
-    def _drain(self) -> None:
-        """Take back the jobs no worker has taken (the page computes them)."""
-        try:
-            while True:
-                self.jobs.get_nowait()
-        except queue_module.Empty:
-            pass
+    def healthy(self) -> bool:
+        """No worker has died (reports read without waiting)."""
+        if self.procs:
+            self._poll(0)
+        return not self.lost
 
     def shutdown(self, timeout: float | None) -> None:
         for _ in self.procs:
@@ -212,22 +212,22 @@ class _Pool:
             if p.is_alive():
                 p.terminate()
                 p.join()
+        for r in self.reports.values():
+            r.close()
         self.jobs.cancel_join_thread()  # jobs no live worker will read are dropped, not flushed forever
-        for q in (self.jobs, self.events):
-            q.close()
-            q.join_thread()
+        self.jobs.close()
+        self.jobs.join_thread()
 
 
 def _pool(device: str, caps, n: int) -> _Pool:
-    """The pool of ``n`` workers for (``device``, ``caps``), started on first use; dead workers are replaced."""
+    """The pool of ``n`` workers for (``device``, ``caps``), started on first use and again after it lost one."""
     key = (str(device), caps)
+    if key in _pools and not _pools[key].healthy():
+        _pools.pop(key).shutdown(EXIT_WAIT_S)
     if key not in _pools:
         if not _pools:
             atexit.register(shutdown, EXIT_WAIT_S)
         _pools[key] = _Pool(str(device), caps, n)
-    else:
-        _pools[key]._reap()
-        _pools[key].fill(n)
     return _pools[key]
 
 
@@ -286,8 +286,10 @@ def compute_records(calls: dict, *, device: str, caps=None, workers: int | None 
 def join() -> None:
     """Wait until every pool has worked through what it was handed, or has no live worker left for it (tests; a
     caller that wants the checkpoints before it goes on)."""
-    for pool in _pools.values():
+    for key, pool in list(_pools.items()):
         pool.wait()
+        if pool.lost:  # retired: its queue may be jammed by a worker killed while it waited on it
+            _pools.pop(key).shutdown(EXIT_WAIT_S)
 
 
 def shutdown(timeout: float | None = None) -> None:
