@@ -37,17 +37,15 @@ Usage (on the lent machine, after an installment; maelab's imports need piq, car
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
-from gpu_concurrency import _git_commit, _workload  # noqa: E402  (the same workload and provenance)
+from gpu_concurrency import _start, _workload  # noqa: E402  (the same workload and provenance)
 
 
 def _single(run, device, iters: int, compile: bool) -> tuple[dict, object]:
@@ -84,25 +82,12 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT.parent / "src"))
     import torch
 
-    from maelab._util import atomic_path, device_name, resolve_device
+    from maelab._util import atomic_path
     from maelab.device.calibrate import measure_pool
 
     t_start = time.perf_counter()
-    dev = resolve_device(args.device)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = Path(args.out) if args.out else ROOT / "results" / f"gpu_compile-{dev.type}-{stamp}.json"
-    result = {
-        "benchmark": "gpu_compile",
-        "provenance": {
-            "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "device": device_name(dev),
-            "torch": torch.__version__,
-            "cuda": torch.version.cuda or "",
-            "python": platform.python_version(),
-            "cpu_count": os.cpu_count(),
-            "git_commit": _git_commit(),
-            "argv": sys.argv[1:],
-        },
+    dev, out, result = _start("gpu_compile", args.device, args.out)
+    result |= {
         "iters": args.iters,
         "procs": args.procs,
         "workloads": [],

@@ -67,6 +67,29 @@ def _git_commit() -> str:
         return ""
 
 
+def _start(name: str, device: str, out: str | None):
+    """A GPU benchmark's device, output file (``out``, else ``results/<name>-<device type>-<UTC>.json``) and the
+    head of its result: its name and provenance (this one's and ``gpu_compile.py``'s)."""
+    import torch
+
+    from maelab._util import device_name, resolve_device
+
+    dev = resolve_device(device)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = Path(out) if out else ROOT / "results" / f"{name}-{dev.type}-{stamp}.json"
+    provenance = {
+        "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "device": device_name(dev),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda or "",
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "git_commit": _git_commit(),
+        "argv": sys.argv[1:],
+    }
+    return dev, path, {"benchmark": name, "provenance": provenance}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--procs", type=int, nargs="+", default=[1, 8, 4, 14, 2])
@@ -81,24 +104,11 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT.parent / "src"))
     import torch
 
-    from maelab._util import atomic_path, device_name, resolve_device
+    from maelab._util import atomic_path
     from maelab.device.calibrate import measure_pool
 
-    dev = resolve_device(args.device)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = Path(args.out) if args.out else ROOT / "results" / f"gpu_concurrency-{dev.type}-{stamp}.json"
-    result = {
-        "benchmark": "gpu_concurrency",
-        "provenance": {
-            "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "device": device_name(dev),
-            "torch": torch.__version__,
-            "cuda": torch.version.cuda or "",
-            "python": platform.python_version(),
-            "cpu_count": os.cpu_count(),
-            "git_commit": _git_commit(),
-            "argv": sys.argv[1:],
-        },
+    dev, out, result = _start("gpu_concurrency", args.device, args.out)
+    result |= {
         "workload": None,
         "iters": args.iters,
         "results": [],

@@ -48,7 +48,7 @@ start (a program whose children cannot import it) stores nothing, since a record
 at all, and it releases its locks with its process. Waiting for the pool (:func:`compute_parts`,
 :func:`compute_records`, :func:`join`) therefore never waits on a dead worker: each worker reports when it is ready,
 takes a job and finishes one, on a pipe of its own, which closes when it dies; a wait counts a dead worker's job as
-ended and prints one line (and checks the workers' liveness every :data:`POLL_S` seconds without news). The caller
+ended and prints one line (and checks the workers' liveness every ``POLL_S`` seconds without news). The caller
 then meets that job as it meets one a worker failed on: it computes it itself. A pool that lost a worker is retired
 after the wait (a worker killed while it waited on the job queue can leave the queue's lock held), and the next
 call starts a fresh pool.
