@@ -95,6 +95,25 @@ def test_smoke_zoo_round_trip(tmp_path):
     assert len(zoo.load_entries(other, "smoke", root=tmp_path)["missing"]) == 6
 
 
+def test_an_entry_is_measured_where_its_model_is(monkeypatch):
+    """Probes, reconstruction scores and losses run their forward passes on the model's device and never move it:
+    the models were moved to the CPU before scoring, which at gpu put the scoring's 4 x n_score ViT-Tiny passes on
+    a pool worker's CPU thread (that move refused here)."""
+    S = zoo.ZooSettings.for_profile("smoke", n_score=8)
+    tr, te = zoo.data(S)
+    model, reference = zoo.random_init(S, 0), zoo.random_init(S, 1)
+    want = zoo.measure_entry(model, reference, tr, te, S, 0.75, 0)
+
+    def refuse(self):
+        raise AssertionError("a model was moved to the CPU")
+
+    monkeypatch.setattr(torch.nn.Module, "cpu", refuse)
+    got = zoo.measure_entry(model, reference, tr, te, S, 0.75, 0)
+    assert got.keys() == want.keys() and {"ssim", "fsim", "loss", "reference_loss"} <= got.keys()
+    for k, v in want.items():
+        np.testing.assert_array_equal(got[k], v, err_msg=k)
+
+
 def test_status_counts_the_stored_entries_and_their_training_hours(tmp_path, monkeypatch, capsys):
     import pandas as pd
 

@@ -121,6 +121,23 @@ def test_jacobian_spread_is_a_radius_on_the_image():
     assert 0 < a["jac_spread"] <= 32 * math.sqrt(2) and 0 < a["jac_spread_uniform"] <= 32 * math.sqrt(2)
 
 
+def test_geometry_row_measures_where_the_model_is(monkeypatch):
+    """The Jacobians and the attention run on the model's device and leave the model there: the code moved the model
+    to the CPU before, in place, which put both measurements on the lent machine's CPU at gpu (that move refused)."""
+    from maelab import profiles
+
+    S = profiles.settings("synthesis", "smoke")
+    m = models.create("mae", "micro", seed=0).eval()
+    x = torch.rand(4, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    want = geometry.geometry_row(m, x, S, seed=2)
+
+    def refuse(self):
+        raise AssertionError("the model was moved to the CPU")
+
+    monkeypatch.setattr(torch.nn.Module, "cpu", refuse)
+    assert geometry.geometry_row(m, x, S, seed=2) == want
+
+
 def test_geometry_is_stored_seed_by_seed_and_equals_one_computed_in_one_go(cache, tmp_path):
     """report.measure_geometry in parts (one per measured seed, as an installment stores them: a lent machine
     re-trains the checkpoints, too long for one installment at gpu size) gives the record computed without parts."""

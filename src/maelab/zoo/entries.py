@@ -41,10 +41,14 @@ def measure_entry(
 ) -> dict[str, float]:
     """The measurements of one entry (see the module docstring): probes per pool, then
     :func:`maelab.reconstruction.score_model` against ``reference`` (random init, same unit) at ``ratio``.
-    ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`)."""
+    ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`).
+
+    Every forward pass runs where ``model`` is, the page's device (SSIM, FSIM, PSNR and MSE are computed on the
+    CPU from the returned images, and masks come from CPU generators, so the device changes rounding only). On a
+    lent GPU the scoring's ``4 * n_score`` passes thus run on the card, where the plan prices them, not on a pool
+    worker's one CPU thread (the models were moved to the CPU here before any gpu record of the zoo existed)."""
     out = _probes(model, tr, te, S, seed, caps)
-    images = te.images[: cap(S.n_score, caps, "eval_images")].cpu()
-    model, reference = model.cpu(), reference.cpu()
+    images = te.images[: cap(S.n_score, caps, "eval_images")]
     out.update(rc.score_model(model, reference, images, ratio, seed=seed, fsim=S.fsim, caps=caps))
     shown = images[:N_EXAMPLES]
     out["examples_pred"] = rc.reconstruct(model, shown)["pred"].numpy()

@@ -54,9 +54,10 @@ def attention_distance(model, images: torch.Tensor, batch_size: int = 256) -> di
 
 def jacobian_spread(model, images: torch.Tensor, eval_ratio: float, n_pixels: int, seed: int = 0) -> dict[str, float]:
     """Median 50 %-mass radius of masked-pixel Jacobians under masks drawn at ``eval_ratio`` from a CPU generator
-    seeded with ``seed`` (the same masks for every model of the same token grid and masking unit 1)."""
-    model = model.cpu()
-    out = masked_pixel_jacobians(model, images.cpu(), eval_ratio, n_pixels, torch.Generator().manual_seed(seed))
+    seeded with ``seed`` (the same masks for every model of the same token grid and masking unit 1, on any device).
+    The backward passes run where ``model`` is (the page's device), and the model stays there."""
+    dev = next(model.parameters()).device
+    out = masked_pixel_jacobians(model, images.to(dev), eval_ratio, n_pixels, torch.Generator().manual_seed(seed))
     n, p = out["jac"].shape[:2]
     maps = out["jac"].abs().sum(dim=2).reshape(n * p, *out["jac"].shape[-2:])
     centres = out["pixels"].reshape(n * p, 2).numpy()
