@@ -693,3 +693,27 @@ def test_real_micro_fine_tune_layer_decay():
         pred = res.head(res.model.forward_features(test_set.images, pool="cls")).argmax(1)
     assert res.test_acc == pytest.approx((pred == test_set.labels).float().mean().item())
     assert math.isfinite(res.history[0]["loss"])
+
+
+def test_a_cuda_device_sets_the_float32_policy_wherever_it_is_resolved(monkeypatch):
+    """TF32 on CUDA is set whenever a CUDA device is resolved (an evaluation's too), not only when the trainer runs:
+    before, an evaluation on the card ran in TF32 in a process that had trained and in full float32 in one that had
+    not. Checked with CUDA faked available (resolving a device creates nothing on it)."""
+    from maelab._util import resolve_device
+
+    flags = torch.backends.cuda.matmul, torch.backends.cudnn
+    before = [f.allow_tf32 for f in flags]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    try:
+        for name, want in (
+            ("cpu", torch.device("cpu")),
+            ("cuda:1", torch.device("cuda", 1)),
+            ("auto", torch.device("cuda")),
+        ):
+            for f in flags:
+                f.allow_tf32 = False
+            assert resolve_device(name) == want
+            assert [f.allow_tf32 for f in flags] == [want.type == "cuda"] * 2, name
+    finally:
+        for f, b in zip(flags, before):
+            f.allow_tf32 = b

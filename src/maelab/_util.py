@@ -26,16 +26,32 @@ def seed_everything(seed: int) -> None:
 
 
 def resolve_device(device: str = "auto"):
-    """'auto' -> cuda if available else cpu; 'cpu', 'cuda', 'cuda:N' are checked."""
+    """'auto' -> cuda if available else cpu; 'cpu', 'cuda', 'cuda:N' are checked. A CUDA device sets the process's
+    float32 policy (:func:`cuda_precision`) before anything runs on it."""
     import torch
 
     if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        device = "cuda" if torch.cuda.is_available() else "cpu"
     if not isinstance(device, str) or not (device == "cpu" or device == "cuda" or device.startswith("cuda:")):
         raise ParameterError("device", "one of 'auto', 'cpu', 'cuda', 'cuda:N'", device)
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ParameterError("device", "'auto' or 'cpu' on a machine without CUDA", device)
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ParameterError("device", "'auto' or 'cpu' on a machine without CUDA", device)
+        cuda_precision()
     return torch.device(device)
+
+
+def cuda_precision() -> None:
+    """maelab's one float32 policy on CUDA: TF32 tensor cores for the float32 matmuls and convolutions (PyTorch's
+    "high"; under the trainer's bf16 autocast, for those left outside it). PyTorch holds this per process, so it is
+    set wherever maelab resolves a CUDA device, not only where it trains: before, only the trainer set it, and an
+    evaluation on the card (features for the probes, reconstructions, Jacobians) ran with TF32 in a process that
+    had trained something earlier and in full float32 in one that had not (a pool worker's first job, a page that
+    loads checkpoints), so the same record's rounding depended on what its process had done before."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
 
 
 def blas_limit(threads: int | None):

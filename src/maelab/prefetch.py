@@ -63,6 +63,7 @@ from collections.abc import Iterable
 from multiprocessing import connection
 
 from . import parts
+from ._util import resolve_device
 
 #: The pool on a lent GPU (``maelab.device.runner``'s default): ``benchmarks/gpu_concurrency.py`` measured 4.8x
 #: one process's images per second at 8 processes on the lent H100 and 5.3x at 14.
@@ -120,6 +121,7 @@ def _worker(jobs, report, device: str, caps) -> None:
     import torch
 
     torch.set_num_threads(1)
+    resolve_device(device)  # on CUDA the process's float32 policy (_util.cuda_precision), before any job
     report.send(_READY)  # a pipe of its own: sent at once, no feeder thread that could die with the process
     while True:
         job = jobs.get()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from .._util import resolve_device
+from .._util import cuda_precision, resolve_device
 from .._validate import ParameterError
 
 
@@ -45,10 +45,8 @@ class _Runtime:
         if dev.type == "cuda" and dev.index is None:
             local = int(os.environ.get("LOCAL_RANK", torch.cuda.current_device() if world == 1 else rank))
             dev = torch.device("cuda", local % max(torch.cuda.device_count(), 1))
-        if dev.type == "cuda":
-            # TF32 tensor cores for the float32 matmuls and convolutions left outside autocast (PyTorch's "high")
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
+        if dev.type == "cuda":  # a torch.device given whole did not pass resolve_device
+            cuda_precision()
         if amp == "auto":
             dtype = torch.bfloat16 if dev.type == "cuda" and torch.cuda.is_bf16_supported() else None
         elif amp == "bf16":
