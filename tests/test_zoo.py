@@ -55,7 +55,7 @@ def test_degenerate_settings_are_rejected_in_one_line(params, start):
     assert str(e.value).startswith(start) and "\n" not in str(e.value)
 
 
-def test_smoke_zoo_round_trip(tmp_path):
+def test_smoke_zoo_round_trip(tmp_path, capsys):
     S = zoo.ZooSettings.for_profile("smoke", seeds=[0], mask_ratios=[0.1, 0.75, 0.9], units=[1, 2])
     options = RunOptions(profile="smoke", device="cpu", results_root=str(tmp_path))
     # what a pool would pre-train (maelab.prefetch): every trained entry, then, once stored, none
@@ -63,9 +63,16 @@ def test_smoke_zoo_round_trip(tmp_path):
     got = zoo.compute(S, options)
     assert list(got) == ["random_s0", "r0p1_u1_s0", "r0p75_u1_s0", "r0p9_u1_s0", "r0p75_u2_s0"]
     assert not any(r.from_store for r in got.values())
+    # one stderr line per computed record: where its time went (a gpu installment's log)
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("[zoo] ")]
+    assert [x.split(":")[0] for x in lines] == [f"[zoo] {n}" for n in got]
+    phases = [[p.rsplit(" ", 2)[0] for p in x.split(": ", 1)[1].split("; ")] for x in lines]
+    measured = ["probes, 20-NN and ranks of both pools", "reconstruction scores, losses and examples"]
+    assert phases == [measured] + [["pre-training", *measured]] * 4
     assert zoo.pending_specs(S, options) == [] and len(zoo.pending_specs(S, options.replace(recompute=True))) == 4
     again = zoo.compute(S, options)
     assert all(r.from_store for r in again.values())  # stored: read, not recomputed
+    assert "[zoo] " not in capsys.readouterr().err
     # a page run with --recompute recomputes its own results, not the shared zoo; the zoo's own flag does
     assert all(r.from_store for r in zoo.compute(S, options.replace(recompute=True)).values())
     assert not any(r.from_store for r in zoo.compute(S, options, recompute=True).values())

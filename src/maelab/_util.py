@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,6 +54,24 @@ def cuda_precision() -> None:
 
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
+
+
+class Phases:
+    """The seconds of a computation's phases, printed as one stderr line (``"<what>: <phase> 1.2 s; ..."``): where a
+    gpu installment's time went, since the lent machine's log is all of it that comes back. ``mark(name)`` ends the
+    phase ``name`` (begun at the previous mark, or at creation); ``report(what)`` prints the line."""
+
+    def __init__(self) -> None:
+        self._t = time.perf_counter()
+        self.done: list[tuple[str, float]] = []
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.done.append((name, now - self._t))
+        self._t = now
+
+    def report(self, what: str) -> None:
+        print(f"{what}: " + "; ".join(f"{n} {s:.1f} s" for n, s in self.done), file=sys.stderr, flush=True)
 
 
 def blas_limit(threads: int | None):

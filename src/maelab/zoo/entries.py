@@ -13,7 +13,7 @@ import torch
 
 from .. import evaluate, metrics, store
 from .. import reconstruction as rc
-from .._util import resolve_device
+from .._util import Phases, resolve_device
 from .._validate import ParameterError, one_of
 from ..experiments import PretrainSpec, load_data, pretrain
 from ..options import DryRunLimits, RunOptions, cap
@@ -37,17 +37,28 @@ def _probes(model, tr, te, S: ZooSettings, seed: int, caps: DryRunLimits | None 
 
 
 def measure_entry(
-    model, reference, tr, te, S: ZooSettings, ratio: float, seed: int, caps: DryRunLimits | None = None
+    model,
+    reference,
+    tr,
+    te,
+    S: ZooSettings,
+    ratio: float,
+    seed: int,
+    caps: DryRunLimits | None = None,
+    phases: Phases | None = None,
 ) -> dict[str, float]:
     """The measurements of one entry (see the module docstring): probes per pool, then
     :func:`maelab.reconstruction.score_model` against ``reference`` (random init, same unit) at ``ratio``.
-    ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`).
+    ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`); ``phases``: the caller's phase clock (``Phases``
+    of ``maelab._util``), marked after the probes and after the scoring.
 
     Every forward pass runs where ``model`` is, the page's device (SSIM, FSIM, PSNR and MSE are computed on the
     CPU from the returned images, and masks come from CPU generators, so the device changes rounding only). On a
     lent GPU the scoring's ``4 * n_score`` passes thus run on the card, where the plan prices them, not on a pool
     worker's one CPU thread (the models were moved to the CPU here before any gpu record of the zoo existed)."""
+    clock = phases if phases is not None else Phases()
     out = _probes(model, tr, te, S, seed, caps)
+    clock.mark("probes, 20-NN and ranks of both pools")
     images = te.images[: cap(S.n_score, caps, "eval_images")]
     out.update(rc.score_model(model, reference, images, ratio, seed=seed, fsim=S.fsim, caps=caps))
     shown = images[:N_EXAMPLES]
@@ -55,6 +66,7 @@ def measure_entry(
     out["examples_pasted"] = rc.reconstruct(model, shown, ratio, generator=torch.Generator().manual_seed(seed))[
         "pasted"
     ].numpy()
+    clock.mark("reconstruction scores, losses and examples")
     return out
 
 
@@ -97,9 +109,12 @@ def entry(S: ZooSettings, ratio: float, unit: int, seed: int, options: RunOption
     s, dev, caps = spec(S, ratio, unit, seed), resolve_device(options.device), options.caps
 
     def compute() -> dict:
+        clock = Phases()
         tr, te = load_data(s, dev, progress=False)
         model, res, _, _ = pretrain(s, device=str(dev), progress=False, train_data=tr, test_data=te, caps=caps)
-        row = measure_entry(model.eval(), random_init(S, seed, dev, unit=unit), tr, te, S, ratio, seed, caps)
+        clock.mark("pre-training")
+        row = measure_entry(model.eval(), random_init(S, seed, dev, unit=unit), tr, te, S, ratio, seed, caps, clock)
+        clock.report(f"[zoo] {entry_name(ratio, unit, seed)}")
         out = {"ratio": float(ratio), "unit": int(unit), "seed": int(seed), **row, "history": list(res.history)}
         return {**out, "train_seconds": float(sum(h["seconds"] for h in res.history))}
 
@@ -114,8 +129,9 @@ def random_entry(S: ZooSettings, seed: int, options: RunOptions):
 
     def compute() -> dict:
         tr, te = load_data(s, dev, progress=False)
-        m = random_init(S, seed, dev)
-        row = measure_entry(m, random_init(S, seed, dev), tr, te, S, S.unit_ratio, seed, caps)
+        clock, m = Phases(), random_init(S, seed, dev)
+        row = measure_entry(m, random_init(S, seed, dev), tr, te, S, S.unit_ratio, seed, caps, clock)
+        clock.report(f"[zoo] random_s{seed}")
         return {"ratio": float("nan"), "unit": 1, "seed": int(seed), **row, "train_seconds": 0.0}
 
     return _store(*_job_key(S, ("random", seed, None, None)), compute, options, seed, dev)

@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from maelab import evaluate, experiments, metrics, result_keys, train
-from maelab._util import resolve_device
+from maelab._util import Phases, resolve_device
 from maelab._validate import ParameterError
 from maelab.claims import FineTuneCheck
 from maelab.options import DryRunLimits
@@ -177,13 +175,13 @@ def evaluate_run(
     spec, epochs = trained_spec(spec, rank_epochs), sorted({int(e) for e in rank_epochs})
     _probe_kwargs(probe_cs)
     dev = resolve_device(device)
-    clock = [("start", time.perf_counter())]  # the phases' seconds go to stderr: where a gpu installment's time goes
+    clock = Phases()
     model, res, tr, te = experiments.pretrain(spec, device=str(dev), progress=progress, caps=caps)
-    clock.append(("pre-training", time.perf_counter()))
+    clock.mark("pre-training")
     if tr.labels is None or te.labels is None:
         raise ParameterError("dataset", "a labelled dataset (mnist10k, shapes, cifar10, imagefolder)", spec.dataset)
     row, sv, feats = _pool_metrics(model, tr, te, spec.seed, probe_cs, probe_method, caps)
-    clock.append(("probes, 20-NN and ranks of both pools", time.perf_counter()))
+    clock.mark("probes, 20-NN and ranks of both pools")
     row["rec_loss"] = experiments.reconstruction_loss(model, te.images, spec.mask_ratio, seed=spec.seed, caps=caps)
     row["train_seconds"] = float(sum(h["seconds"] for h in res.history))
     ranks = [
@@ -200,15 +198,14 @@ def evaluate_run(
             ),
         )
     ]
-    clock.append(("reconstruction loss and snapshot ranks", time.perf_counter()))
+    clock.mark("reconstruction loss and snapshot ranks")
     row["finetune_acc"] = None
     if finetune_epochs:
         cfg = experiments.finetune_config(spec, len(tr), epochs=finetune_epochs)  # the pipeline's recipe
         ft = train.fine_tune(model, tr, te, cfg, device=str(dev), progress=progress, caps=caps)
         row["finetune_acc"] = float(ft.test_acc)
-        clock.append(("fine-tuning", time.perf_counter()))
-    phases = "; ".join(f"{name} {t - clock[i][1]:.1f} s" for i, (name, t) in enumerate(clock[1:]))
-    print(f"[umae] {spec.model} seed {spec.seed} on {spec.dataset}: {phases}", file=sys.stderr, flush=True)
+        clock.mark("fine-tuning")
+    clock.report(f"[umae] {spec.model} seed {spec.seed} on {spec.dataset}")
     return {
         "row": row,
         "history": res.history,
