@@ -114,6 +114,36 @@ def test_sgd_probe_official_head_learns_and_is_deterministic():
     assert r1.history[-1]["lr"] < 0.05 * 0.1
 
 
+def test_logreg_torch_fits_on_the_device_it_is_given(monkeypatch):
+    """``device`` reaches maelab.logreg's fits (the zoo's probes run on the card at gpu); without one they run on the
+    CPU. Here a spy records the device and fits on the CPU, so the result equals a plain CPU probe's."""
+    from maelab import logreg
+
+    seen = []
+
+    class Spy(logreg.LogRegPath):
+        def __init__(self, tol=1e-9, device="cpu"):
+            seen.append(torch.device(device))
+            super().__init__(tol=tol, device="cpu")
+
+    xtr, ytr = _blobs(30, 3, 4, sep=2.0, seed=5)
+    xte, yte = _blobs(10, 3, 4, sep=2.0, seed=6)
+    want = E.linear_probe(xtr, ytr, xte, yte, method="logreg_torch", Cs=(0.1, 1.0), seed=0)
+    monkeypatch.setattr(logreg, "LogRegPath", Spy)
+    got = E.linear_probe(xtr, ytr, xte, yte, method="logreg_torch", Cs=(0.1, 1.0), seed=0, device=torch.device("meta"))
+    default = E.linear_probe(xtr, ytr, xte, yte, method="logreg_torch", Cs=(0.1, 1.0), seed=0)
+    assert seen == [torch.device("meta"), torch.device("cpu")]
+    assert (
+        (got.C, got.val_acc, got.test_acc)
+        == (want.C, want.val_acc, want.test_acc)
+        == (
+            default.C,
+            default.val_acc,
+            default.test_acc,
+        )
+    )
+
+
 def test_lr_schedule_closed_form():
     lr, total, warm = 0.4, 10.0, 2.0
     assert E._lr_at(1.0, total, warm, lr) == pytest.approx(0.2)  # halfway through the linear warm-up

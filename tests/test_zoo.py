@@ -103,9 +103,9 @@ def test_smoke_zoo_round_trip(tmp_path, capsys):
 
 
 def test_an_entry_is_measured_where_its_model_is(monkeypatch):
-    """Probes, reconstruction scores and losses run their forward passes on the model's device and never move it:
-    the models were moved to the CPU before scoring, which at gpu put the scoring's 4 x n_score ViT-Tiny passes on
-    a pool worker's CPU thread (that move refused here)."""
+    """Probes (forward passes and logreg_torch fits), reconstruction scores and losses run on the model's device and
+    never move it: the models were moved to the CPU before scoring, and the probes fitted there, which at gpu put the
+    scoring's 4 x n_score ViT-Tiny passes and the probes' Hessians on a pool worker's CPU thread (here refused)."""
     S = zoo.ZooSettings.for_profile("smoke", n_score=8)
     tr, te = zoo.data(S)
     model, reference = zoo.random_init(S, 0), zoo.random_init(S, 1)
@@ -114,8 +114,16 @@ def test_an_entry_is_measured_where_its_model_is(monkeypatch):
     def refuse(self):
         raise AssertionError("a model was moved to the CPU")
 
+    probe, devices = zoo.entries.evaluate.linear_probe, []
+
+    def spy(*args, **kw):  # the probes are fitted where the model is (logreg_torch; on the CPU before)
+        devices.append(kw.get("device"))
+        return probe(*args, **kw)
+
     monkeypatch.setattr(torch.nn.Module, "cpu", refuse)
+    monkeypatch.setattr(zoo.entries.evaluate, "linear_probe", spy)
     got = zoo.measure_entry(model, reference, tr, te, S, 0.75, 0)
+    assert devices == [next(model.parameters()).device] * len(zoo.grid.POOLS)
     assert got.keys() == want.keys() and {"ssim", "fsim", "loss", "reference_loss"} <= got.keys()
     for k, v in want.items():
         np.testing.assert_array_equal(got[k], v, err_msg=k)

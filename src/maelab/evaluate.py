@@ -324,7 +324,8 @@ def linear_probe(
             rate, ``warmup_epochs`` defaults to 10% of ``epochs`` (official: 10 of 90).
         num_classes: defaults to 1 + the largest label seen.
         seed: seeds the validation split (logreg) or the head initialisation and shuffling (sgd).
-        device: where the sgd head trains (logreg always runs on the CPU).
+        device: where the sgd head trains and ``logreg_torch`` fits (float64; the solution is the same to the
+            solver's tolerance on any device); scikit-learn's ``logreg`` always runs on the CPU.
         blas_threads: logreg only: BLAS threads during the fits and predictions (``threadpoolctl``, restored
             afterwards; 1 avoids oversubscription on a busy machine but may change the last bits, see the module
             docstring); None leaves the thread pool alone. Ignored by sgd (torch).
@@ -388,11 +389,11 @@ def linear_probe(
     return result
 
 
-def _logreg_torch_fit():
-    """The ``fit(x, y, C, max_iter)`` of ``method="logreg_torch"``: one warm-started path per probe."""
+def _logreg_torch_fit(device):
+    """The ``fit(x, y, C, max_iter)`` of ``method="logreg_torch"`` on ``device``: one warm-started path per probe."""
     from .logreg import LogRegPath
 
-    return LogRegPath()
+    return LogRegPath(device=resolve_device(device) if isinstance(device, str) else device)
 
 
 def _fit_probe(
@@ -428,7 +429,7 @@ def _fit_probe(
                 in_range("Cs", c, 0.0, None, low_open=True)
             in_range("val_fraction", val_fraction, 0.0, 1.0, low_open=True, high_open=True)
         positive_int("max_iter", max_iter)
-        fit = _logreg_torch_fit() if method == "logreg_torch" else None
+        fit = _logreg_torch_fit(device) if method == "logreg_torch" else None
         clf, result.C, result.val_acc = _logreg_probe(xtr, ytr, C, Cs, val_fraction, seed, max_iter, fit)
         result.classifier = clf
     else:

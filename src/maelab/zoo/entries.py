@@ -24,11 +24,12 @@ from .grid import N_EXAMPLES, NOTEBOOK, POOLS, RANDOM_INIT, ZooSettings, configs
 
 def _probes(model, tr, te, S: ZooSettings, seed: int, caps: DryRunLimits | None = None) -> dict[str, float]:
     out: dict[str, float] = {}
+    dev = next(model.parameters()).device
     for pool in POOLS:
         ftr = evaluate.extract_features(model, tr.images, pool=pool, progress=False, caps=caps)
         fte = evaluate.extract_features(model, te.images, pool=pool, progress=False, caps=caps)
         lp = evaluate.linear_probe(
-            ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=seed, blas_threads=1, caps=caps
+            ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=seed, blas_threads=1, device=dev, caps=caps
         )
         out[f"linear_acc_{pool}"] = float(lp.test_acc)
         out[f"knn_acc_{pool}"] = float(evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels, caps=caps))
@@ -52,10 +53,12 @@ def measure_entry(
     ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`); ``phases``: the caller's phase clock (``Phases``
     of ``maelab._util``), marked after the probes and after the scoring.
 
-    Every forward pass runs where ``model`` is, the page's device (SSIM, FSIM, PSNR and MSE are computed on the
-    CPU from the returned images, and masks come from CPU generators, so the device changes rounding only). On a
-    lent GPU the scoring's ``4 * n_score`` passes thus run on the card, where the plan prices them, not on a pool
-    worker's one CPU thread (the models were moved to the CPU here before any gpu record of the zoo existed)."""
+    Every forward pass, and the ``logreg_torch`` probes' fits (float64), run where ``model`` is, the page's device
+    (SSIM, FSIM, PSNR and MSE are computed on the CPU from the returned images, masks come from CPU generators and
+    the probes are solved to the same tolerance, so the device changes rounding only). On a lent GPU the scoring's
+    ``4 * n_score`` passes and the probes' Newton Hessians thus run on the card, not on a pool worker's one CPU
+    thread, where they took several times an entry's training on the card (before any gpu record of the zoo
+    existed, the models were moved to the CPU for the scoring and the probes were fitted there)."""
     clock = phases if phases is not None else Phases()
     out = _probes(model, tr, te, S, seed, caps)
     clock.mark("probes, 20-NN and ranks of both pools")
@@ -147,7 +150,7 @@ def raw_pixel_entry(S: ZooSettings, options: RunOptions):
         tr, te = load_data(s, dev, progress=False)
         ftr, fte = tr.images.flatten(1).float().cpu(), te.images.flatten(1).float().cpu()
         lp = evaluate.linear_probe(
-            ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=0, blas_threads=1, caps=caps
+            ftr, tr.labels, fte, te.labels, method=S.probe_method, seed=0, blas_threads=1, device=dev, caps=caps
         )
         knn = evaluate.knn_accuracy(ftr, tr.labels, fte, te.labels, caps=caps)
         return {"linear_acc": float(lp.test_acc), "knn_acc": float(knn)}
