@@ -225,3 +225,28 @@ def test_predict_adds_probes_on_the_host_and_from_spec_adds_the_pipeline_s_evalu
     assert on_h100["probe_s"] == 0.0 and cost.predict(run, cost.H100, host=cpu)["probe_s"] == p["probe_s"]
     with pytest.raises(ParameterError, match="^kind must be one of"):
         cost.EvalJob("svm", 10, 10)
+
+
+def test_a_probe_fitted_on_the_device_is_priced_there_not_on_the_host():
+    """``EvalJob.on_device`` (the zoo's logreg_torch probes): on a device without probe workloads its Newton Hessians'
+    FLOPs (fits x 2 n P^2, P = classes (dim + 1)) at the device's rate, never CPU probe time; on a calibrated CPU the
+    CPU's own probe price."""
+    from maelab.experiments import PretrainSpec
+
+    gpu, cpu = cost.Device("gpu", 1e12), cost.Device("cpu", 1e9, probes=_PROBES)
+    job = cost.EvalJob("logreg_torch", 3000, 10, dim=19, on_device=True)
+    assert cost.probe_seconds(job, gpu) == pytest.approx(7 * 2 * 3000 * (10 * 20) ** 2 / 1e12)
+    assert cost.probe_seconds(job, cpu) == cost.probe_seconds(cost.EvalJob("logreg_torch", 3000, 10, dim=19), cpu)
+    spec = PretrainSpec(dataset="shapes", n_train=1000, n_test=1000, img_size=32, channels=3, epochs=1, batch_size=500)
+    run = cost.PlannedRun.from_spec(spec, pools=2, probe_kind="logreg_torch", probe_on_device=True)
+    assert [(j.kind, j.count, j.on_device) for j in run.jobs] == [("logreg_torch", 2, True), ("knn", 2, False)]
+    here = cost.predict(run, gpu, host=cpu)
+    assert here["probe_s"] == 0.0 and here["device_probe_s"] > 0
+    assert here["seconds"] == pytest.approx(sum(here[k] for k in ("train_s", "eval_s", "knn_s", "device_probe_s")))
+    on_cpu = cost.predict(run, cpu)
+    off = cost.predict(cost.PlannedRun.from_spec(spec, pools=2, probe_kind="logreg_torch"), cpu)
+    assert on_cpu["device_probe_s"] == pytest.approx(off["probe_s"]) and on_cpu["seconds"] == pytest.approx(
+        off["seconds"]
+    )
+    with pytest.raises(ParameterError, match="^on_device must be False unless kind is 'logreg_torch'"):
+        cost.EvalJob("logreg", 10, 10, on_device=True)

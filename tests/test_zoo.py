@@ -123,7 +123,7 @@ def test_an_entry_is_measured_where_its_model_is(monkeypatch):
     monkeypatch.setattr(torch.nn.Module, "cpu", refuse)
     monkeypatch.setattr(zoo.entries.evaluate, "linear_probe", spy)
     got = zoo.measure_entry(model, reference, tr, te, S, 0.75, 0)
-    assert devices == [next(model.parameters()).device] * len(zoo.grid.POOLS)
+    assert devices == [next(model.parameters()).device] * len(zoo.POOLS)
     assert got.keys() == want.keys() and {"ssim", "fsim", "loss", "reference_loss"} <= got.keys()
     for k, v in want.items():
         np.testing.assert_array_equal(got[k], v, err_msg=k)

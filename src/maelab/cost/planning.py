@@ -93,6 +93,7 @@ class PlannedRun:
         jobs: tuple = (),
         probe_fits: int = 0,
         probe_kind: str = "logreg",
+        probe_on_device: bool = False,
         pool: int = 0,
     ) -> PlannedRun:
         """The run :func:`maelab.experiments.pretrain_and_evaluate` makes of a ``PretrainSpec``, as the pipeline
@@ -106,8 +107,8 @@ class PlannedRun:
         The pipeline's evaluation of the final model (``pipeline_eval``; False for a caller that evaluates snapshots
         itself, e.g. :func:`maelab.experiments.pretrain`) is, per pooling (``pools``), a scikit-learn linear probe
         and a k-NN on the train / test features (:class:`EvalJob`, ``probe_fits`` fits per probe: see there; the
-        probe's ``probe_kind``: "logreg" or "logreg_torch"); ``jobs`` adds the caller's own. ``pool``: see the
-        class."""
+        probe's ``probe_kind``: "logreg" or "logreg_torch", fitted on the device with ``probe_on_device``); ``jobs``
+        adds the caller's own. ``pool``: see the class."""
         from .. import experiments
 
         if finetune_epochs is not None:
@@ -115,7 +116,7 @@ class PlannedRun:
         w = experiments.workload(spec, online_eval=online_eval)
         positive_int("pools", pools)
         if pipeline_eval and w.n_test:
-            lp = EvalJob(probe_kind, w.n_train, w.n_test, count=pools, fits=probe_fits)
+            lp = EvalJob(probe_kind, w.n_train, w.n_test, count=pools, fits=probe_fits, on_device=probe_on_device)
             jobs = (lp, EvalJob("knn", w.n_train, w.n_test, count=pools), *jobs)
         return cls(
             label=label or spec.key,
@@ -186,7 +187,8 @@ def predict(run: PlannedRun, device: Device, host: Device | None = None) -> dict
 
     The logistic-regression probes run on the CPU whatever the device (scikit-learn; :mod:`maelab.logreg` in
     float64 on the CPU): ``probe_s`` is their time on ``host`` (a calibrated CPU :class:`Device`; default:
-    ``device`` when it is one, else no probe time)."""
+    ``device`` when it is one, else no probe time); those fitted on the run's device (``EvalJob.on_device``) are
+    priced on ``device`` (``device_probe_s``)."""
     c = _costs(run)
     pre, ft = c["pre"], c["ft"]
     ev_f, ev_o = c["eval"]
@@ -204,12 +206,14 @@ def predict(run: PlannedRun, device: Device, host: Device | None = None) -> dict
     }
     host = host if host is not None else (device if device.probes else None)
     knn = [j for j in c["jobs"] if j.kind == "knn"]
-    probes = [j for j in c["jobs"] if j.kind != "knn"]
+    on_device = [j for j in c["jobs"] if j.on_device]
+    probes = [j for j in c["jobs"] if j.kind != "knn" and not j.on_device]
     out["knn_flops"] = run.repeats * sum(2.0 * j.count * j.n_train * j.n_test * j.dim for j in knn)
     out["knn_s"] = run.repeats * sum(j.count * probe_seconds(j, device) for j in knn)
+    out["device_probe_s"] = run.repeats * sum(j.count * probe_seconds(j, device) for j in on_device)
     out["probe_s"] = run.repeats * sum(j.count * probe_seconds(j, host) for j in probes) if host else 0.0
     out["flops"] = out["train_flops"] + out["finetune_flops"] + out["eval_flops"] + out["knn_flops"]
-    out["seconds"] = out["train_s"] + out["finetune_s"] + out["eval_s"] + out["knn_s"] + out["probe_s"]
+    out["seconds"] = sum(out[k] for k in ("train_s", "finetune_s", "eval_s", "knn_s", "device_probe_s", "probe_s"))
     return out
 
 

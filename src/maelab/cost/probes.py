@@ -25,7 +25,8 @@ class EvalJob:
     split), "logreg_torch" (the same with :mod:`maelab.logreg`) or "knn" (:func:`maelab.evaluate.knn_accuracy`),
     on ``n_train`` / ``n_test`` examples of ``dim`` features (0: the run's model's embedding width). ``fits``: the
     logistic regressions one probe fits (default ``GRID_FITS``: one per C of the default grid on the validation
-    split, then the final one; 1 with a fixed C)."""
+    split, then the final one; 1 with a fixed C). ``on_device``: a "logreg_torch" probe fitted on the run's device
+    (``linear_probe``'s ``device``, as the zoo's), priced there like k-NN, not on the host CPU."""
 
     kind: str
     n_train: int
@@ -34,9 +35,14 @@ class EvalJob:
     count: int = 1
     classes: int = 10
     fits: int = 0
+    on_device: bool = False
 
     def __post_init__(self):
         one_of("kind", self.kind, EVAL_KINDS)
+        if self.on_device and self.kind != "logreg_torch":
+            raise ParameterError(
+                "on_device", "False unless kind is 'logreg_torch' (the probe that runs on a device)", True
+            )
         for name in ("n_train", "n_test", "count"):
             positive_int(name, getattr(self, name))
         positive_int("dim", self.dim, minimum=0)
@@ -59,15 +65,20 @@ def probe_seconds(job: EvalJob, device: Device) -> float:
 
     The iteration counts are taken as those of the reference (synthetic, well-separated features): real features
     that are worse conditioned take more. A device without measured probes (the H100 model) runs k-NN as its
-    FLOPs (``2 n_train n_test dim``) and has no probe time (the probes run on the host CPU: see :func:`predict`).
+    FLOPs (``2 n_train n_test dim``) and an ``on_device`` probe as the FLOPs of one data Hessian per fit
+    (``2 n_train P^2`` for Newton's ``P = classes (dim + 1)`` parameters, else the whitening's ``2 n_train dim^2``);
+    other probes have no time there (they run on the host CPU: see :func:`predict`).
     """
     if job.dim <= 0:
         raise ParameterError("job.dim", "a resolved feature dimension (> 0)", job.dim)
+    newton = _newton(job.dim, job.classes)
     if not device.probes:
         if job.kind == "knn":
             return device.seconds(2.0 * job.n_train * job.n_test * job.dim, 0, "eval")
+        if job.on_device:
+            width = job.classes * (job.dim + 1) if newton else job.dim
+            return device.seconds((job.fits or GRID_FITS) * 2.0 * job.n_train * width**2, 0, "eval")
         return 0.0
-    newton = _newton(job.dim, job.classes)
     refs = [p for p in device.probes if p["kind"] == job.kind]
     if job.kind == "logreg_torch":
         refs = [p for p in refs if _newton(p["dim"]) == newton] or refs

@@ -56,6 +56,7 @@ from .grid import (
     LOSS_MARGIN,
     N_EXAMPLES,
     NOTEBOOK,
+    POOLS,
     RANDOM_INIT,
     ZooSettings,
     configs,
@@ -96,5 +97,6 @@ __all__ = [
     "checkpoint_checks",
     "pending_specs",
     "N_EXAMPLES",
+    "POOLS",
     "main",
 ]

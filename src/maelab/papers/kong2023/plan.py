@@ -6,7 +6,8 @@ Built from each profile's settings exactly as the notebooks build their zoos (:m
 * ``kong_reconstruction``: the shared zoo's pre-training (:mod:`maelab.zoo`; one :class:`~maelab.cost.PlannedRun`
   per (ratio, unit), repeated per seed, with the trainer's online evaluation); its measurements per entry (two
   pools' feature passes of the train and test images, unmasked and masked reconstructions of ``n_score`` images,
-  two loss passes, each counted as one unmasked forward) are added as evaluation images. The zoo is computed
+  two loss passes, each counted as one unmasked forward) are added as evaluation images, and its two pools'
+  probes (``probe_method``; ``logreg_torch`` on the entry's device) and k-NN as jobs. The zoo is computed
   once for every page that reads it; it is planned here, on the first page that computes it. ``kong_theory``
   trains nothing.
 * ``kong_representations``: the pre-training of its ``shapes`` zoo (:mod:`maelab.papers.kong2023.zoo`; the rows
@@ -34,6 +35,9 @@ def reconstruction_runs(profile: str) -> list[PlannedRun]:
             repeats=len(S.seeds),
             extra_eval_images=measuring,
             finetune_epochs=0,
+            pools=len(core_zoo.POOLS),
+            probe_kind=S.probe_method,
+            probe_on_device=S.probe_method == "logreg_torch",  # zoo.measure_entry fits them where the model is
             pool=len(core_zoo.configs(S)) * len(S.seeds),  # zoo.compute hands maelab.prefetch every entry
         )
         for r, u in core_zoo.configs(S)
