@@ -86,9 +86,18 @@ def _spec(**kw):
     return E.PretrainSpec(**base)
 
 
-def test_seed_curves_rows_match_an_independent_evaluation(cache):
+def test_seed_curves_rows_match_an_independent_evaluation(cache, monkeypatch):
     variants = {"mae": {"model": "mae"}, "umae": {"model": "umae", "model_overrides": (("lambda_unif", 1.0),)}}
+    probe, devices = R.evaluate.linear_probe, []
+
+    def spy(*args, **kw):  # every probe is fitted on the page's device (at gpu the card; the CPU before)
+        devices.append(kw.get("device"))
+        return probe(*args, **kw)
+
+    monkeypatch.setattr(R.evaluate, "linear_probe", spy)
     out = R.seed_curves(_spec(), variants, seed=1, epochs=(0, 1, 2), probe_n_train=128, device="cpu", progress=False)
+    monkeypatch.setattr(R.evaluate, "linear_probe", probe)
+    assert devices == [torch.device("cpu")] * (5 * 2 + 1)  # 5 snapshots x 2 pools, and the raw pixels
     c = out["curves"]
     assert sorted(zip(c.variant, c.epoch)) == [("mae", 1), ("mae", 2), ("random", 0), ("umae", 1), ("umae", 2)]
     # 192 images, batch 64: 3 full steps = 192 images per epoch

@@ -181,8 +181,8 @@ def mask_graph_runs(profile: str) -> list[PlannedRun]:
 def regime_runs(profile: str) -> list[PlannedRun]:
     """``zhang_regime``: MAE and U-MAE per seed (official-code choices, the notebook's patch size), no fine-tuning;
     each evaluated snapshot extracts features of the probe's training images and of the test images for both
-    poolings and fits a torch logistic-regression probe and a 20-NN on each (:func:`.regime.snapshot_row`); the
-    raw-pixel probe and 20-NN once per seed (:func:`.regime.raw_pixel_row`)."""
+    poolings and fits a torch logistic-regression probe (on the page's device) and a 20-NN on each
+    (:func:`.regime.snapshot_row`); the raw-pixel probe and 20-NN once per seed (:func:`.regime.raw_pixel_row`)."""
     S = settings("zhang_regime", profile)
     over = {"patch_size": S.patch_size}
     n_probe = S.probe_n_train if S.probe_n_train is not None else S.n_train
@@ -206,10 +206,13 @@ def regime_runs(profile: str) -> list[PlannedRun]:
         # snapshots evaluated: every curve epoch for MAE; U-MAE shares MAE's epoch 0 (the same initial weights)
         snaps = len(S.curve_epochs) - (model == "umae")
         per_pool = (
-            EvalJob("logreg_torch", n_probe, S.n_test, count=snaps * len(POOLS)),
+            EvalJob("logreg_torch", n_probe, S.n_test, count=snaps * len(POOLS), on_device=True),
             EvalJob("knn", n_probe, S.n_test, count=snaps * len(POOLS)),
         )
-        raw = (EvalJob("logreg_torch", n_probe, S.n_test, dim=28 * 28), EvalJob("knn", n_probe, S.n_test, dim=28 * 28))
+        raw = (
+            EvalJob("logreg_torch", n_probe, S.n_test, dim=28 * 28, on_device=True),
+            EvalJob("knn", n_probe, S.n_test, dim=28 * 28),
+        )
         runs.append(
             PlannedRun.from_spec(
                 spec,

@@ -247,32 +247,34 @@ def probe_subset(n_total: int, n: int | None, seed: int) -> torch.Tensor:
     return torch.sort(torch.randperm(n_total, generator=g)[:n]).values
 
 
-def _probe_pair(ftr, ytr, fte, yte, seed: int, caps: DryRunLimits | None = None) -> tuple[float, float]:
-    lp = evaluate.linear_probe(ftr, ytr, fte, yte, method="logreg_torch", seed=seed, caps=caps)
+def _probe_pair(ftr, ytr, fte, yte, seed: int, caps: DryRunLimits | None = None, device="cpu") -> tuple[float, float]:
+    lp = evaluate.linear_probe(ftr, ytr, fte, yte, method="logreg_torch", seed=seed, device=device, caps=caps)
     return float(lp.test_acc), float(evaluate.knn_accuracy(ftr, ytr, fte, yte, k=KNN_K, caps=caps))
 
 
 def snapshot_row(
-    model, tr_images, tr_labels, te_images, te_labels, seed: int, caps: DryRunLimits | None = None
+    model, tr_images, tr_labels, te_images, te_labels, seed: int, caps: DryRunLimits | None = None, device="cpu"
 ) -> dict[str, float]:
     """The numbers of :data:`METRICS` for one frozen model: probe, 20-NN and effective rank (test features);
-    ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`)."""
+    ``caps``: a dry run's (:class:`maelab.options.DryRunLimits`); ``device``: where the probes are fitted
+    (:func:`maelab.evaluate.linear_probe`'s ``logreg_torch``, float64; :func:`seed_curves` passes the page's)."""
     row = {}
     for pool in POOLS:
         sfx = "" if pool == "cls" else "_mean"
         ftr = evaluate.extract_features(model, tr_images, pool=pool, progress=False, caps=caps)
         fte = evaluate.extract_features(model, te_images, pool=pool, progress=False, caps=caps)
-        row["linear_acc" + sfx], row["knn_acc" + sfx] = _probe_pair(ftr, tr_labels, fte, te_labels, seed, caps)
+        row["linear_acc" + sfx], row["knn_acc" + sfx] = _probe_pair(ftr, tr_labels, fte, te_labels, seed, caps, device)
         row["effective_rank" + sfx] = float(metrics.effective_rank(fte))
     return row
 
 
 def raw_pixel_row(
-    tr_images, tr_labels, te_images, te_labels, seed: int, caps: DryRunLimits | None = None
+    tr_images, tr_labels, te_images, te_labels, seed: int, caps: DryRunLimits | None = None, device="cpu"
 ) -> dict[str, float]:
-    """Probe and 20-NN on the raw pixels (flattened images), the reference a useful encoder should approach."""
+    """Probe and 20-NN on the raw pixels (flattened images), the reference a useful encoder should approach
+    (``device``: as :func:`snapshot_row`'s)."""
     ftr, fte = tr_images.reshape(len(tr_images), -1), te_images.reshape(len(te_images), -1)
-    acc, knn = _probe_pair(ftr, tr_labels, fte, te_labels, seed, caps)
+    acc, knn = _probe_pair(ftr, tr_labels, fte, te_labels, seed, caps, device)
     return {"linear_acc": acc, "knn_acc": knn}
 
 
@@ -335,7 +337,7 @@ def seed_curves(
             res.snapshots,
             todo,
             reseed=False,
-            measure=lambda m: snapshot_row(m, ptr, ytr, te.images, te.labels, seed, caps),
+            measure=lambda m: snapshot_row(m, ptr, ytr, te.images, te.labels, seed, caps, dev),
         )
         for e, v in zip(todo, vals):
             rows.append(
@@ -351,7 +353,7 @@ def seed_curves(
                 "snapshots": len(todo),
             }
         )
-    raw = raw_pixel_row(ptr, ytr, te.images, te.labels, seed, caps)
+    raw = raw_pixel_row(ptr, ytr, te.images, te.labels, seed, caps, dev)
     return {
         "curves": pd.DataFrame(rows, columns=["variant", "seed", "epoch", "images_seen", *METRICS]),
         "raw": pd.DataFrame([{"seed": seed, **raw}]),
