@@ -130,3 +130,16 @@ def test_mechanism_text_by_hand():
     assert "fails here" not in report.mechanism_text(sweep(), learned=False)
     with pytest.raises(ParameterError, match="lams"):
         report.mechanism_text(sweep(), learned=True, lams=[0.0])
+
+
+def test_the_page_fits_its_probes_on_its_device(monkeypatch):
+    """zhang_ablations asks compare and the raw-pixel probe for its probes on the page's device (decided before any
+    gpu record of the page: at gpu the card instead of the pool workers' CPU threads)."""
+    seen = []
+    monkeypatch.setattr(report.ua, "compare", lambda *a, **kw: seen.append(kw["probe_on_device"]))
+    monkeypatch.setattr(report.ua, "raw_pixel_probe", lambda *a, **kw: seen.append(kw["probe_on_device"]))
+    S = profiles.settings("zhang_ablations", "smoke")
+    report.run_group(S, "lambda_sweep")
+    report.run_effective(S, next(iter(report.abl.effective_groups(S))))
+    report.raw_pixels(S)
+    assert seen == [True, True, True]

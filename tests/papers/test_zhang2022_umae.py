@@ -60,6 +60,28 @@ def test_umae_with_zero_lambda_is_mae_exactly(cache):
     assert U.paired(out["runs"], "rec_loss") == [0.0]
 
 
+def test_probe_on_device_reaches_every_probe_and_changes_no_number_on_a_cpu(cache, monkeypatch):
+    """``probe_on_device`` fits every logreg_torch probe of compare (trained and random-init runs, both pools) on
+    the model's device (zhang_ablations at gpu: the card); off, on the CPU (zhang_umae). On a CPU both are the same."""
+    kw = dict(seeds=[3], probe_method="logreg_torch", device="cpu")
+    probe, devices = U.evaluate.linear_probe, []
+
+    def spy(*args, **k):
+        devices.append(k.get("device"))
+        return probe(*args, **k)
+
+    monkeypatch.setattr(U.evaluate, "linear_probe", spy)
+    on = U.compare(_spec(epochs=1), {"mae": {"model": "mae"}}, probe_on_device=True, **kw)
+    assert devices == [torch.device("cpu")] * 4  # 2 pools x (the trained run, the random init)
+    devices.clear()
+    off = U.compare(_spec(epochs=1), {"mae": {"model": "mae"}}, **kw)
+    assert devices == [None] * 4
+    pd.testing.assert_frame_equal(on["runs"].drop(columns="train_seconds"), off["runs"].drop(columns="train_seconds"))
+    devices.clear()
+    U.raw_pixel_probe(_spec(), probe_method="logreg_torch", probe_on_device=True, device="cpu")
+    assert devices == [torch.device("cpu")]
+
+
 def test_compare_tables_and_uniformity_changes_training(cache):
     out = U.compare(
         _spec(epochs=1),

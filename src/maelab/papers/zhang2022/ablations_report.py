@@ -105,6 +105,7 @@ def run_group(
         S.seeds,
         random_init=name != "no_mask",
         probe_method=S.probe_method,
+        probe_on_device=True,  # on the page's device (at gpu the card): decided before any gpu record of the page
         device=device,
         progress=progress,
         caps=caps,
@@ -125,7 +126,9 @@ def raw_pixels(S: ZhangAblationsSettings, *, device: str = "cpu", caps: DryRunLi
     """The reference a useful encoder should beat: the same probe and 20-NN on the raw pixels, no encoder
     (:func:`maelab.papers.zhang2022.umae.raw_pixel_probe`)."""
     S = _settings(S)
-    return ua.raw_pixel_probe(abl.base_spec(S), probe_method=S.probe_method, device=device, caps=caps)
+    return ua.raw_pixel_probe(
+        abl.base_spec(S), probe_method=S.probe_method, probe_on_device=True, device=device, caps=caps
+    )
 
 
 def _effective(S: ZhangAblationsSettings, name: str):
@@ -168,6 +171,7 @@ def run_effective(
         seeds,
         random_init=random_init,
         probe_method=S.probe_method,
+        probe_on_device=True,  # on the page's device (at gpu the card): decided before any gpu record of the page
         device=device,
         progress=progress,
         caps=caps,

@@ -30,9 +30,11 @@ def _per_ds(v, ds):
     return v[ds] if isinstance(v, dict) else v
 
 
-def _random_init_run(label: str, spec: PretrainSpec, repeats: int, probe_kind: str, fits: int = 0) -> PlannedRun:
+def _random_init_run(
+    label: str, spec: PretrainSpec, repeats: int, probe_kind: str, fits: int = 0, on_device: bool = False
+) -> PlannedRun:
     """The untrained encoder of ``spec`` probed as the trained ones are (both pools: features of train + test, a
-    logistic-regression probe and a k-NN each), no training."""
+    logistic-regression probe and a k-NN each; the probe fitted on the device with ``on_device``), no training."""
     n_tr, n_te = spec.n_train, spec.n_test
     return PlannedRun(
         label,
@@ -44,7 +46,7 @@ def _random_init_run(label: str, spec: PretrainSpec, repeats: int, probe_kind: s
         eval_images=2 * (n_tr + n_te),
         repeats=repeats,
         jobs=(
-            EvalJob(probe_kind, n_tr, n_te, count=len(POOLS), fits=fits),
+            EvalJob(probe_kind, n_tr, n_te, count=len(POOLS), fits=fits, on_device=on_device),
             EvalJob("knn", n_tr, n_te, count=len(POOLS)),
         ),
     )
@@ -110,9 +112,10 @@ def umae_runs(profile: str) -> list[PlannedRun]:
 
 def ablation_runs(profile: str) -> list[PlannedRun]:
     """The runs of :func:`maelab.papers.zhang2022.ablations.groups`, evaluated as
-    :func:`maelab.papers.zhang2022.umae.compare` evaluates them (both pools, no ranks, no fine-tuning), and the
-    random-init references of the groups that have one."""
+    :func:`maelab.papers.zhang2022.umae.compare` evaluates them (both pools, no ranks, no fine-tuning; the
+    logreg_torch probes on the page's device), and the random-init references of the groups that have one."""
     S = settings("zhang_ablations", profile)
+    on_dev = S.probe_method == "logreg_torch"  # ablations_report: probe_on_device
     runs = []
     for name, (base, variants) in ablations.groups(S).items():
         n_tr, n_te = base.n_train, base.n_test
@@ -127,12 +130,13 @@ def ablation_runs(profile: str) -> list[PlannedRun]:
                     finetune_epochs=0,
                     pools=len(POOLS),
                     probe_kind=S.probe_method,
+                    probe_on_device=on_dev,
                     pool=len(variants) * len(S.seeds),  # one compare() call: maelab.prefetch
                 )
             )
         if name != "no_mask":  # the untrained encoder of the group's first variant
             first = dataclasses.replace(base, **dict(next(iter(variants.values()))))
-            runs.append(_random_init_run(f"{name} random init", first, len(S.seeds), S.probe_method))
+            runs.append(_random_init_run(f"{name} random init", first, len(S.seeds), S.probe_method, on_device=on_dev))
     # Table 1 at the effective lambda: only the runs Table 3 does not already hold (ablations.effective_groups)
     for name, (base, variants, seeds, random_init) in ablations.effective_groups(S).items():
         for vname, fields in variants.items():
@@ -145,12 +149,13 @@ def ablation_runs(profile: str) -> list[PlannedRun]:
                     finetune_epochs=0,
                     pools=len(POOLS),
                     probe_kind=S.probe_method,
+                    probe_on_device=on_dev,
                     pool=len(variants) * len(seeds),  # one compare() call: maelab.prefetch
                 )
             )
         if random_init:
             first = dataclasses.replace(base, **dict(next(iter(variants.values()))))
-            runs.append(_random_init_run(f"{name} random init", first, len(seeds), S.probe_method))
+            runs.append(_random_init_run(f"{name} random init", first, len(seeds), S.probe_method, on_device=on_dev))
     return runs
 
 

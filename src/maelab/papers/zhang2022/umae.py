@@ -114,10 +114,20 @@ def base_spec(settings, dataset: str) -> experiments.PretrainSpec:
 
 
 def _pool_metrics(
-    model, tr, te, seed: int, probe_cs=None, probe_method: str = "logreg", caps: DryRunLimits | None = None
+    model,
+    tr,
+    te,
+    seed: int,
+    probe_cs=None,
+    probe_method: str = "logreg",
+    caps: DryRunLimits | None = None,
+    probe_on_device: bool = False,
 ) -> tuple[dict, dict, dict]:
-    """Linear probe (logreg), k-NN, effective rank and singular values of the test features, for both pools."""
+    """Linear probe (logreg), k-NN, effective rank and singular values of the test features, for both pools; the
+    ``logreg_torch`` probe is fitted on the model's device with ``probe_on_device``, else on the CPU."""
     kw = _probe_kwargs(probe_cs)
+    if probe_on_device:
+        kw["device"] = next(model.parameters()).device
     if probe_method not in PROBE_METHODS:
         raise ParameterError("probe_method", " | ".join(PROBE_METHODS), probe_method)
     row, sv, feats = {}, {}, {}
@@ -153,6 +163,7 @@ def evaluate_run(
     finetune_epochs: int = 0,
     probe_cs: Sequence[float] | None = None,
     probe_method: str = "logreg",
+    probe_on_device: bool = False,
     device: str = "auto",
     progress: bool | None = None,
     caps: DryRunLimits | None = None,
@@ -166,7 +177,9 @@ def evaluate_run(
     logistic-regression probe (chosen on a 20 % validation split of the training features; one value: used as
     is; None: :data:`maelab.evaluate.DEFAULT_CS`, six values, about twice the probe cost of three).
     ``probe_method``: "logreg" (scikit-learn, the default: the first committed results used it) or "logreg_torch"
-    (the same fit by L-BFGS in torch, :func:`maelab.evaluate.linear_probe`).
+    (the same fit by L-BFGS in torch, :func:`maelab.evaluate.linear_probe`), fitted on ``device`` with
+    ``probe_on_device`` (float64; a pre-run choice of a page: ``zhang_ablations`` at gpu), else on the CPU
+    (``zhang_umae``, whose first gpu records were computed so).
 
     Returns ``row`` (the numbers of :data:`METRICS`), ``history`` (trainer history), ``ranks`` (list of
     [epoch, rank cls, rank mean]), ``sv`` ({pool: singular values of the test features}), ``test_features``
@@ -180,7 +193,7 @@ def evaluate_run(
     clock.mark("pre-training")
     if tr.labels is None or te.labels is None:
         raise ParameterError("dataset", "a labelled dataset (mnist10k, shapes, cifar10, imagefolder)", spec.dataset)
-    row, sv, feats = _pool_metrics(model, tr, te, spec.seed, probe_cs, probe_method, caps)
+    row, sv, feats = _pool_metrics(model, tr, te, spec.seed, probe_cs, probe_method, caps, probe_on_device)
     clock.mark("probes, 20-NN and ranks of both pools")
     row["rec_loss"] = experiments.reconstruction_loss(model, te.images, spec.mask_ratio, seed=spec.seed, caps=caps)
     row["train_seconds"] = float(sum(h["seconds"] for h in res.history))
@@ -221,6 +234,7 @@ def random_init_run(
     *,
     probe_cs: Sequence[float] | None = None,
     probe_method: str = "logreg",
+    probe_on_device: bool = False,
     device: str = "auto",
     caps: DryRunLimits | None = None,
 ) -> dict[str, Any]:
@@ -228,7 +242,7 @@ def random_init_run(
     dev = resolve_device(device)
     tr, te = experiments.load_data(spec, dev, progress=False)
     model = experiments.build_model(spec).to(dev)
-    row, sv, _ = _pool_metrics(model, tr, te, spec.seed, probe_cs, probe_method, caps)
+    row, sv, _ = _pool_metrics(model, tr, te, spec.seed, probe_cs, probe_method, caps, probe_on_device)
     return {"row": row, "sv": sv}
 
 
@@ -237,13 +251,17 @@ def raw_pixel_probe(
     *,
     probe_cs=None,
     probe_method: str = "logreg",
+    probe_on_device: bool = False,
     device: str = "auto",
     caps: DryRunLimits | None = None,
 ) -> dict:
-    """The raw-pixel reference of a spec's data: the same probe (``probe_cs``, ``probe_method``, seed 0) and 20-NN
-    on the flattened training / test images, no encoder. A representation worth learning should beat it; the
-    random-init reference only says the encoder moved. Returns ``linear_acc``, ``knn_acc``."""
+    """The raw-pixel reference of a spec's data: the same probe (``probe_cs``, ``probe_method``, seed 0; fitted on
+    ``device`` with ``probe_on_device``) and 20-NN on the flattened training / test images, no encoder. A
+    representation worth learning should beat it; the random-init reference only says the encoder moved. Returns
+    ``linear_acc``, ``knn_acc``."""
     kw = _probe_kwargs(probe_cs)
+    if probe_on_device:
+        kw["device"] = resolve_device(device)
     if probe_method not in PROBE_METHODS:
         raise ParameterError("probe_method", " | ".join(PROBE_METHODS), probe_method)
     tr, te = experiments.load_data(spec, resolve_device(device), progress=False)
@@ -291,12 +309,14 @@ def _run_as_part(task) -> dict[str, Any]:
     return r
 
 
-def _compute_random(spec, probe_cs, probe_method: str, device: str, caps) -> dict[str, Any]:
+def _compute_random(spec, probe_cs, probe_method: str, device: str, caps, probe_on_device=False) -> dict[str, Any]:
     """:func:`random_init_run` of one seed of :func:`compare` as its part holds it (module level, as
     :func:`_compute_run`): its row as a table, its singular values as arrays."""
     import pandas as pd
 
-    r = random_init_run(spec, probe_cs=probe_cs, probe_method=probe_method, device=device, caps=caps)
+    r = random_init_run(
+        spec, probe_cs=probe_cs, probe_method=probe_method, probe_on_device=probe_on_device, device=device, caps=caps
+    )
     return {"row": pd.DataFrame([r["row"]]), **{f"sv_{p}": v for p, v in r["sv"].items()}}
 
 
@@ -305,7 +325,9 @@ def _random_task(spec, run: dict) -> Task:
     can take). Why a part: in an installment the pool then evaluates the untrained encoders side by side with the
     last trained runs, instead of the page's loop evaluating them one after another once every run is done (the
     assembly of ``compare_mnist`` at gpu: five evaluations in a row, cut off by the budget in installment 3)."""
-    fn = functools.partial(_compute_random, spec, run["probe_cs"], run["probe_method"], run["device"], run["caps"])
+    fn = functools.partial(
+        _compute_random, spec, run["probe_cs"], run["probe_method"], run["device"], run["caps"], run["probe_on_device"]
+    )
     return Task(f"random_s{spec.seed}", {"spec": spec.to_config(), "random_init": True}, fn)
 
 
@@ -321,6 +343,7 @@ def compare(
     features_seed: int | None = None,
     probe_cs: Sequence[float] | None = None,
     probe_method: str = "logreg",
+    probe_on_device: bool = False,
     device: str = "auto",
     progress: bool | None = None,
     caps: DryRunLimits | None = None,
@@ -332,8 +355,8 @@ def compare(
     ``finetune_variants``: the variants that are also fine-tuned (``finetune_epochs``). ``random_init``: add rows
     of variant ``"random"`` (the untrained model of the first variant; where parts are on, each seed's evaluation
     is a part ``random_s<seed>``, handed to the pool after the trained runs). ``features_seed``: keep the test features
-    (cls) of this seed for every variant (``features_<name>``, ``labels``). ``probe_cs``, ``probe_method``: the
-    probe of :func:`evaluate_run`.
+    (cls) of this seed for every variant (``features_<name>``, ``labels``). ``probe_cs``, ``probe_method``,
+    ``probe_on_device``: the probe of :func:`evaluate_run`.
 
     Returns ``runs`` (DataFrame: variant, seed, :data:`METRICS`), ``curves`` (variant, seed and the trainer's
     per-epoch history), ``ranks`` (variant, seed, epoch, effective_rank, effective_rank_mean) and arrays
@@ -363,7 +386,14 @@ def compare(
         for s in seeds
     ]
     todo = [(*t, features_seed is not None and t[1] == features_seed) for t in todo]
-    run = dict(probe_cs=probe_cs, probe_method=probe_method, device=device, progress=progress, caps=caps)
+    run = dict(
+        probe_cs=probe_cs,
+        probe_method=probe_method,
+        probe_on_device=bool(probe_on_device),
+        device=device,
+        progress=progress,
+        caps=caps,
+    )
     tasks = [_run_task(f"{name}_s{s}", spec, rank_epochs, ft, keep, run) for name, s, spec, ft, keep in todo]
     first = next(iter(variants.values()))
     randoms = [_random_task(dataclasses.replace(base, **dict(first), seed=s), run) for s in seeds if random_init]
