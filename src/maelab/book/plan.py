@@ -62,9 +62,10 @@ COST_CHECK = "cost_check"  # data/results/plan/cost_check.cpu: predicted vs meas
 def plan_table(profile: str, *, calibration=None, memory: bool = True):
     """One row per notebook with its planned runs summed: runs, TFLOP, predicted H100 minutes (machine-independent:
     :data:`~maelab.cost.devices.H100`; device work only), predicted minutes on the calibrated CPU and the part of them
-    spent in logistic-regression probes (which run on the CPU in every profile: add them to the H100 minutes on a GPU
-    machine with a CPU like the calibrated one), peak memory (GiB, the largest run); notebooks without a plan (no model
-    training) are listed with "negligible"."""
+    spent in logistic-regression probes that run on the CPU in every profile (add them to the H100 minutes on a GPU
+    machine with a CPU like the calibrated one; those fitted on the device, ``EvalJob.on_device``, are in both
+    device columns instead), peak memory (GiB, the largest run); notebooks without a plan (no model training) are
+    listed with "negligible"."""
     import pandas as pd
 
     from .. import cost
