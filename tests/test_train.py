@@ -709,6 +709,7 @@ def test_a_cuda_device_sets_the_float32_policy_wherever_it_is_resolved(monkeypat
             ("cpu", torch.device("cpu")),
             ("cuda:1", torch.device("cuda", 1)),
             ("auto", torch.device("cuda")),
+            (torch.device("cuda", 2), torch.device("cuda", 2)),
         ):
             for f in flags:
                 f.allow_tf32 = False

@@ -28,10 +28,12 @@ def seed_everything(seed: int) -> None:
 
 
 def resolve_device(device: str = "auto"):
-    """'auto' -> cuda if available else cpu; 'cpu', 'cuda', 'cuda:N' are checked. A CUDA device sets the process's
-    float32 policy (:func:`cuda_precision`) before anything runs on it."""
+    """'auto' -> cuda if available else cpu; 'cpu', 'cuda', 'cuda:N' (or a ``torch.device`` of these) are checked.
+    A CUDA device sets the process's float32 policy (:func:`cuda_precision`) before anything runs on it."""
     import torch
 
+    if isinstance(device, torch.device):
+        device = str(device)
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if not isinstance(device, str) or not (device == "cpu" or device == "cuda" or device.startswith("cuda:")):
