@@ -324,8 +324,7 @@ def linear_probe(
             rate, ``warmup_epochs`` defaults to 10% of ``epochs`` (official: 10 of 90).
         num_classes: defaults to 1 + the largest label seen.
         seed: seeds the validation split (logreg) or the head initialisation and shuffling (sgd).
-        device: where the sgd head trains and ``logreg_torch`` fits (float64; the solution is the same to the
-            solver's tolerance on any device); scikit-learn's ``logreg`` always runs on the CPU.
+        device: where the sgd head trains and ``logreg_torch`` fits (float64); scikit-learn's ``logreg``: the CPU.
         blas_threads: logreg only: BLAS threads during the fits and predictions (``threadpoolctl``, restored
             afterwards; 1 avoids oversubscription on a busy machine but may change the last bits, see the module
             docstring); None leaves the thread pool alone. Ignored by sgd (torch).
