@@ -29,7 +29,8 @@ def seed_everything(seed: int) -> None:
 
 def resolve_device(device: str = "auto"):
     """'auto' -> cuda if available else cpu; 'cpu', 'cuda', 'cuda:N' (or a ``torch.device`` of these) are checked.
-    A CUDA device sets the process's float32 policy (:func:`cuda_precision`) before anything runs on it."""
+    A CUDA device sets the process's float32 policy (TF32 matmuls and convolutions, ``cuda_precision`` of
+    ``maelab._util``) before anything runs on it."""
     import torch
 
     if isinstance(device, torch.device):
