@@ -198,7 +198,15 @@ def test_probe_seconds_scale_the_measured_workload_by_the_solver_s_work():
     # torch, Newton (10 classes x 20 parameters <= 3000): n_train * (dim + 1)^2 from the 9-d reference
     assert cost.probe_seconds(cost.EvalJob("logreg_torch", 3000, 10, dim=19), cpu) == pytest.approx(4.0 * 3 * 4)
     # torch above Newton's size (10 x 785 parameters): the whitened L-BFGS reference, n_train * dim^2
-    assert cost.probe_seconds(cost.EvalJob("logreg_torch", 500, 10, dim=784), cpu) == pytest.approx(15.0)
+    assert cost.probe_seconds(cost.EvalJob("logreg_torch", 2000, 10, dim=784), cpu) == pytest.approx(60.0)
+    # fewer examples than features: Newton in the n_train-dimensional row space (10 x 201 parameters), from the 9-d
+    # reference; where that does not fit either, the whitened L-BFGS of the n x n Gram matrix, n_train * dim * n_train
+    assert cost.probe_seconds(cost.EvalJob("logreg_torch", 200, 10, dim=3072), cpu) == pytest.approx(
+        4.0 * 0.2 * (201 / 10) ** 2
+    )
+    assert cost.probe_seconds(cost.EvalJob("logreg_torch", 392, 10, dim=784), cpu) == pytest.approx(
+        30.0 * 0.392 * 784 * 392 / 784**2
+    )
     # the H100 model has no probes: k-NN as FLOPs at its throughput, probes on the host only
     h = cost.Device("gpu", 1e12)
     assert cost.probe_seconds(cost.EvalJob("knn", 1000, 1000, dim=50), h) == pytest.approx(2 * 1000 * 1000 * 50 / 1e12)

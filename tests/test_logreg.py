@@ -127,3 +127,28 @@ def test_reused_lu_factors_give_the_steps_of_a_fresh_solve_bit_for_bit(digits, m
     for a, b in zip(reused, fresh, strict=True):
         assert a.n_iter_ == b.n_iter_ and np.array_equal(a.coef_, b.coef_)
         assert np.array_equal(a.intercept_, b.intercept_)
+
+
+@pytest.mark.parametrize("C", [1e-3, 10.0])
+@pytest.mark.parametrize("solver", ["newton", "lbfgs"])
+def test_fewer_examples_than_features_reach_scikit_learn_s_optimum_in_the_row_space(C, solver, monkeypatch):
+    """With n < d (a small training set of raw pixels) the solvers work on the n-dimensional side: Newton in the
+    features' row space where K (n + 1) parameters allow it (here 460, where K (d + 1) = 4,010 would not), else the
+    whitened L-BFGS with its eigenbasis from the n x n Gram matrix, not the d x d covariance. Either reaches
+    scikit-learn's optimum on all d features."""
+    import maelab.logreg as L
+
+    x, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(1)
+    x = np.repeat(x[:45], 25, axis=1)[:, :400] + 0.01 * rng.standard_normal((45, 400))  # n = 45 < d = 400
+    y = y[:45]
+    sizes, eigh = [], torch.linalg.eigh
+    monkeypatch.setattr(L.torch.linalg, "eigh", lambda a: sizes.append(tuple(a.shape)) or eigh(a))
+    ours = TorchLogisticRegression(C, newton_max_params=3000 if solver == "newton" else 1, max_iter=20000).fit(x, y)
+    assert ours.solver_ == solver and sizes == ([] if solver == "newton" else [(45, 45)])
+    z = StandardScaler().fit_transform(x)
+    ref = LogisticRegression(C=C, tol=1e-12, max_iter=100000).fit(z, y)
+    f_ref = np_objective(ref.coef_, ref.intercept_, z, y, C)
+    f_ours = np_objective(ours.coef_, ours.intercept_, z, y, C)
+    assert f_ours <= f_ref * (1 + 1e-6) and f_ref <= f_ours * (1 + 1e-6)
+    assert ours.coef_.shape == (10, 400) and ours.grad_max_ < 1e-6

@@ -240,6 +240,12 @@ def test_a_page_s_independent_results_computed_by_the_pool_equal_its_own(cache, 
     with pytest.raises(ParameterError, match=r"jobs\[0\] must be a tuple \(name, config, fn, seeds\)"):
         ctx(tmp_path / "own", 0).load_or_compute_many({0: ("run_s0", {}, None)})
     # the gpu profile on a machine without CUDA: nothing handed over, and the page meets load_or_compute's refusal
+    # (whose one line prices the page on this CPU: a synthetic calibration, not ~2 min of measuring in this cache)
+    from conftest import synthetic_calibration
+
+    from maelab.cost import calibration
+
+    monkeypatch.setattr(calibration, "calibrate_cpu", lambda **_: synthetic_calibration())
     gpu = book.setup("masking", book.RunOptions(profile="gpu", device="cpu", results_root=str(tmp_path / "gpu"),
                                                 train_workers=2).to_param())  # fmt: skip
     with pytest.raises(book.GpuUnavailable):

@@ -14,8 +14,10 @@ Why: scikit-learn's L-BFGS (scipy, ``tol=1e-4`` on the projected gradient, ``max
 Here the same objective is minimised by Newton's method with the exact Hessian (K (d + 1) parameters, up to
 ``newton_max_params`` = 3000, e.g. d <= 299 features for 10 classes) and Armijo backtracking, which reaches
 machine precision in 5-10 iterations at every C (the Hessian's condition number grows to ~3e6 at C = 100 on
-random-init ViT features, where plain L-BFGS needed thousands of iterations); above that size, by L-BFGS after an
-exact whitening change of variables. It stops when the largest gradient component falls below ``tol`` (default
+random-init ViT features, where plain L-BFGS needed thousands of iterations). With fewer examples than
+features (raw pixels of a small training set), the optimum lies in the n-dimensional row space of the features,
+and Newton runs there when K (n + 1) is within that size. Otherwise, by L-BFGS after an exact whitening change of
+variables. It stops when the largest gradient component falls below ``tol`` (default
 1e-9; scikit-learn's is 1e-4). :class:`LogRegPath` warm-starts each fit from the previous solution while walking
 the C grid from strong to weak regularisation, reusing Newton's Hessian while it works.
 :func:`maelab.evaluate.linear_probe` offers it as ``method="logreg_torch"`` with the same C grid and validation
@@ -102,8 +104,18 @@ class TorchLogisticRegression:
         if self.init is not None and tuple(np.shape(self.init[0])) == (k, d):
             w = torch.as_tensor(np.asarray(self.init[0]), dtype=torch.float64, device=self.device).clone()
             b = torch.as_tensor(np.asarray(self.init[1]), dtype=torch.float64, device=self.device).clone()
-        self.solver_ = "newton" if k * (d + 1) <= self.newton_max_params else "lbfgs"
-        if self.solver_ == "newton":
+        basis = None
+        if k * (d + 1) > self.newton_max_params and z.shape[0] < d:
+            basis = _row_space(z)  # fewer examples than features: Newton in z's row space when it is small enough
+            if k * (basis.shape[1] + 1) > self.newton_max_params:
+                basis = None
+        self.solver_ = "newton" if k * (d + 1) <= self.newton_max_params or basis is not None else "lbfgs"
+        if basis is not None:
+            wr, b, self.n_iter_, self.hessian_ = _newton(
+                z @ basis, yt, w @ basis, b, self.C, self.max_iter, self.tol, self.hessian
+            )
+            w = wr @ basis.T
+        elif self.solver_ == "newton":
             w, b, self.n_iter_, self.hessian_ = _newton(z, yt, w, b, self.C, self.max_iter, self.tol, self.hessian)
         else:
             w, b, self.n_iter_ = _lbfgs_whitened(z, yt, w, b, self.C, self.max_iter, self.tol)
@@ -150,6 +162,14 @@ class LogRegPath:
 
 
 # ---------------------------------------------------------------------------------------------- solvers
+def _row_space(z: torch.Tensor) -> torch.Tensor:
+    """An orthonormal basis (d, n) of a space holding the row space of ``z`` (n, d), n < d: Q of ``z^T = Q R``.
+    The optimum lies in the row space (the loss gradient does, and the penalty is zero outside it), and with Q
+    orthonormal, ``W = N Q^T`` turns the problem into the same one on the n features ``z Q`` with the same
+    penalty ``||N||^2`` (a direction of Q outside the row space, from z's centring, gets a zero weight)."""
+    return torch.linalg.qr(z.T)[0]
+
+
 def _newton_hessian(a: torch.Tensor, p: torch.Tensor, chunk: int = 2048) -> torch.Tensor:
     """Hessian of the mean cross-entropy in (W | b), (K D, K D) with D = d + 1 and ``a = [z, 1]``:
     sum_i (diag(p_i) - p_i p_i^T) kron a_i a_i^T / n, accumulated over row chunks to bound memory."""
@@ -238,11 +258,21 @@ def _lbfgs_whitened(z, y, w, b, C, max_iter, tol):
     W = N diag(1 / sqrt(lam h)) V^T on the row space of z, where z^T z / n = V diag(lam) V^T (the optimum lies in
     that row space: the loss gradient does, and the penalty is zero outside it). The features q = z V
     diag(1 / sqrt(lam h)) have covariance diag(1 / h), the penalty becomes sum_j ||N_:j||^2 / (2 C n lam_j h_j),
-    and h_j = 1/4 + 1 / (C n lam_j) balances data term and penalty. Slower than Newton when C is large."""
-    n = z.shape[0]
-    lam, vecs = torch.linalg.eigh(z.T @ z / n)
-    keep = lam > lam.max() * 1e-12
-    lam, vecs = lam[keep], vecs[:, keep]
+    and h_j = 1/4 + 1 / (C n lam_j) balances data term and penalty. Slower than Newton when C is large.
+
+    With fewer examples than features (raw pixels of a small training set: n = 256, d = 3,072 at smoke), the same
+    (lam, V) come from the n x n Gram matrix z z^T / n = U diag(lam) U^T, V = z^T U diag(1 / sqrt(n lam)): an
+    n x n eigendecomposition instead of a d x d one (there, 5 s per fit on 2 cores, the whole cost of the probe)."""
+    n, d = z.shape
+    if n < d:
+        lam, u = torch.linalg.eigh(z @ z.T / n)
+        keep = lam > lam.max() * 1e-12
+        lam = lam[keep]
+        vecs = (z.T @ u[:, keep]) / torch.sqrt(n * lam)
+    else:
+        lam, vecs = torch.linalg.eigh(z.T @ z / n)
+        keep = lam > lam.max() * 1e-12
+        lam, vecs = lam[keep], vecs[:, keep]
     h = 0.25 + 1.0 / (C * n * lam)
     scale = 1.0 / torch.sqrt(lam * h)
     q = (z @ vecs) * scale

@@ -54,46 +54,60 @@ def _newton(dim: int, classes: int = 10) -> bool:
     return classes * (dim + 1) <= _NEWTON_MAX_PARAMS
 
 
+def _torch_solver(job: EvalJob) -> tuple[bool, int]:
+    """(Newton?, its width in features) of ``maelab.logreg`` for a "logreg_torch" job: Newton on ``dim`` features,
+    or on the ``n_train``-dimensional row space when there are fewer examples than features and that fits; else
+    the whitened L-BFGS (width ``dim``)."""
+    if _newton(job.dim, job.classes):
+        return True, job.dim
+    if job.n_train < job.dim and _newton(job.n_train, job.classes):
+        return True, job.n_train
+    return False, job.dim
+
+
 def probe_seconds(job: EvalJob, device: Device) -> float:
     """Seconds of one ``job`` (``dim`` resolved) on ``device``, scaled from the device's measured probe workload of
     the same kind and solver (``PROBE_WORKLOADS``) by the work the solver does per iteration:
 
     * k-NN: the distance matrix, ``n_train * n_test * dim``;
     * scikit-learn logistic regression (L-BFGS): gradients, ``n_train * dim``;
-    * torch logistic regression: Newton's Hessian, ``n_train * (dim + 1)^2`` (up to 3,000 parameters), else the
-      whitening of the whitened L-BFGS, ``n_train * dim^2``.
+    * torch logistic regression: Newton's Hessian, ``n_train * (dim + 1)^2`` (up to 3,000 parameters; with fewer
+      examples than features, ``dim`` is ``n_train``, the row space Newton runs in where that fits), else the
+      whitening of the whitened L-BFGS, ``n_train * dim * min(dim, n_train)``.
 
     The iteration counts are taken as those of the reference (synthetic, well-separated features): real features
     that are worse conditioned take more. A device without measured probes (the H100 model) runs k-NN as its
     FLOPs (``2 n_train n_test dim``) and an ``on_device`` probe as the FLOPs of one data Hessian per fit
-    (``2 n_train P^2`` for Newton's ``P = classes (dim + 1)`` parameters, else the whitening's ``2 n_train dim^2``);
+    (``2 n_train P^2`` for Newton's ``P = classes (dim + 1)`` parameters, else the whitening's
+    ``2 n_train dim min(dim, n_train)``);
     other probes have no time there (they run on the host CPU: see :func:`predict`).
     """
     if job.dim <= 0:
         raise ParameterError("job.dim", "a resolved feature dimension (> 0)", job.dim)
-    newton = _newton(job.dim, job.classes)
+    newton, dim = _torch_solver(job) if job.kind == "logreg_torch" else (False, job.dim)
+    side = min(job.dim, job.n_train)  # the whitened L-BFGS decomposes the smaller of covariance and Gram matrix
     if not device.probes:
         if job.kind == "knn":
             return device.seconds(2.0 * job.n_train * job.n_test * job.dim, 0, "eval")
         if job.on_device:
-            width = job.classes * (job.dim + 1) if newton else job.dim
-            return device.seconds((job.fits or GRID_FITS) * 2.0 * job.n_train * width**2, 0, "eval")
+            work = job.n_train * (job.classes * (dim + 1)) ** 2 if newton else job.n_train * job.dim * side
+            return device.seconds((job.fits or GRID_FITS) * 2.0 * work, 0, "eval")
         return 0.0
     refs = [p for p in device.probes if p["kind"] == job.kind]
     if job.kind == "logreg_torch":
         refs = [p for p in refs if _newton(p["dim"]) == newton] or refs
     if not refs:
         raise ParameterError("device", f"a calibration with a {job.kind!r} probe workload", device.name)
-    r = min(refs, key=lambda p: abs(math.log(p["dim"] / job.dim)))
+    r = min(refs, key=lambda p: abs(math.log(p["dim"] / dim)))
     n = job.n_train / r["n_train"]
     if job.kind == "knn":
         scale = n * (job.n_test / r["n_test"]) * (job.dim / r["dim"])
     elif job.kind == "logreg":
         scale = n * job.dim / r["dim"]
     elif newton:
-        scale = n * ((job.dim + 1) / (r["dim"] + 1)) ** 2
+        scale = n * ((dim + 1) / (r["dim"] + 1)) ** 2
     else:
-        scale = n * (job.dim / r["dim"]) ** 2
+        scale = n * job.dim * side / r["dim"] ** 2
     if job.kind != "knn":
         scale *= (job.fits or GRID_FITS) / GRID_FITS
     return r["seconds"] * scale
