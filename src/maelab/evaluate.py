@@ -315,8 +315,8 @@ def linear_probe(
         train_features, train_labels: (n, d) features and (n,) int64 class indices (test_* likewise, optional).
         method: ``"auto"`` (``"logreg"`` if n_train <= ``LOGREG_MAX_TRAIN`` else ``"sgd"``), ``"logreg"``, ``"sgd"``,
             or ``"logreg_torch"``: the same logistic regression, C grid and validation rule as ``"logreg"``,
-            solved exactly and much faster by warm-started full-batch L-BFGS in torch (:mod:`maelab.logreg`; an
-            option for now: the committed results were computed with ``"logreg"``).
+            solved exactly and much faster in torch, warm-started along the C grid (Newton's method, or a whitened
+            L-BFGS for many parameters: :mod:`maelab.logreg`).
         C: logreg inverse regularisation; ``None`` = choose from ``Cs`` on a ``val_fraction`` validation split
             (stratified when every class has >= 2 examples; split seeded by ``seed``).
         max_iter: L-BFGS iterations.
