@@ -9,7 +9,8 @@ from timm.models.vision_transformer import Block
 
 from maelab import metrics, models
 from maelab._validate import ParameterError
-from maelab.models._layers import KernelBlock, attention_weights, norm_layer
+from maelab.models._kernel_block import KernelBlock
+from maelab.models._layers import attention_weights, norm_layer
 from maelab.papers.cao2022 import decoder as D
 
 

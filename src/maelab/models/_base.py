@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
-from timm.layers import PatchEmbed
 
 from .. import masking, result_keys
 from .._validate import ParameterError, divides, in_range, is_bool, one_of, positive_int
@@ -104,6 +103,8 @@ class MaskedImageModel(nn.Module):
         self.patch_embed_bias = patch_embed_bias
 
         # --- encoder (official MAE names and shapes) ---
+        from timm.layers import PatchEmbed  # timm on first use: see maelab.models._layers.make_blocks
+
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
         self.pos_embed = nn.Parameter(torch.zeros(1, self.num_patches + 1, embed_dim), requires_grad=False)

@@ -5,14 +5,17 @@ normalisation."""
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from timm.models.vision_transformer import Block
 
 from .._validate import ParameterError, one_of
+
+if TYPE_CHECKING:
+    from timm.models.vision_transformer import Block
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -101,39 +104,6 @@ def attention_weights(scores: torch.Tensor, attn_norm: str = "softmax") -> torch
     raise ParameterError("attn_norm", "one of " + ", ".join(map(repr, ATTN_NORMS)), attn_norm)
 
 
-class KernelBlock(Block):
-    """A timm ``Block`` (same parameters and names) whose attention uses ``attn_norm`` (see
-    :func:`attention_weights`) and whose attention residual is scaled: x <- skip_scale * x + attn(norm1(x)), then the
-    usual MLP residual. With ``attn_norm="softmax"`` the attention module is timm's own. Used only when an option
-    departs from the official block (:func:`make_blocks`)."""
-
-    def __init__(self, *args, attn_norm: str = "softmax", skip_scale: float = 1.0, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.attn_norm = one_of_norm(attn_norm)
-        self.skip_scale = float(skip_scale)
-
-    def _attention(self, x: torch.Tensor) -> torch.Tensor:
-        if self.attn_norm == "softmax":
-            return self.attn(x)
-        a = self.attn
-        n, t, _ = x.shape
-        qkv = a.qkv(x).reshape(n, t, 3, a.num_heads, a.head_dim).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv.unbind(0)
-        q, k = a.q_norm(q), a.k_norm(k)
-        w = a.attn_drop(attention_weights((q * a.scale) @ k.transpose(-2, -1), self.attn_norm))
-        out = (w @ v).transpose(1, 2).reshape(n, t, a.attn_dim)
-        return a.proj_drop(a.proj(a.norm(out)))
-
-    def forward(self, x: torch.Tensor, attn_mask=None, is_causal: bool = False) -> torch.Tensor:
-        if attn_mask is not None or is_causal:
-            raise ParameterError("attn_mask", "None (KernelBlock has no attention masks)", "a mask")
-        x = self.skip_scale * x + self.drop_path1(self.ls1(self._attention(self.norm1(x))))
-        return x + self.drop_path2(self.ls2(self.mlp(self.norm2(x))))
-
-    def extra_repr(self) -> str:
-        return f"attn_norm={self.attn_norm!r}, skip_scale={self.skip_scale}"
-
-
 def one_of_norm(attn_norm: str) -> str:
     if attn_norm not in ATTN_NORMS:
         raise ParameterError("attn_norm", "one of " + ", ".join(map(repr, ATTN_NORMS)), attn_norm)
@@ -152,6 +122,13 @@ def make_blocks(
     """``depth`` timm ``Block`` layers (qkv_bias=True, LayerNorm eps 1e-6), stochastic depth rising linearly to
     ``drop_path``: exactly the official MAE blocks (same parameter names and shapes). With ``attn_norm`` other than
     "softmax" or ``skip_scale`` other than 1, ``KernelBlock`` layers (same parameters) instead."""
+    # timm (and the torchvision and torch._dynamo it imports, ~3 s and ~1 s more at exit on the 2-core CPU) is
+    # imported when a model is first built, not with maelab.models: a page that reads stored results never builds
+    # one, and each page executes in a kernel of its own, three times in make test
+    from timm.models.vision_transformer import Block
+
+    from ._kernel_block import KernelBlock
+
     one_of_norm(attn_norm)
     rates = torch.linspace(0, drop_path, depth).tolist() if depth else []
     if attn_norm == "softmax" and skip_scale == 1.0:
