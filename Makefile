@@ -46,7 +46,7 @@ lint: venv
 	$(PY) -m ruff format --check $(LINTED)
 
 # make test: everything but the gpu dry run of every page (~10 of its ~30 min on 2 cores), which is `make dryrun`;
-# .ci/run runs both. make test keeps the gpu dry run of the shared zoo (tests/test_dryrun.py::ZOO_DRY_RUN).
+# .ci/run runs both. make test keeps the gpu dry run of the shared zoo, one seed (tests/test_dryrun.py::ZOO_DRY_RUN).
 test: venv chromium lint
 	$(PY) -m pytest -m "not every_page_dry_run" $(PYTEST_ARGS)
 

@@ -95,7 +95,11 @@ def test_seed_curves_rows_match_an_independent_evaluation(cache, monkeypatch):
         return probe(*args, **kw)
 
     monkeypatch.setattr(R.evaluate, "linear_probe", spy)
-    out = R.seed_curves(_spec(), variants, seed=1, epochs=(0, 1, 2), probe_n_train=128, device="cpu", progress=False)
+    # 8-pixel images: the raw-pixel probe is a Newton on 10 x 65 parameters (at 16 pixels, 10 x 257: ~17 s of LU)
+    small = dict(img_size=8)
+    out = R.seed_curves(
+        _spec(**small), variants, seed=1, epochs=(0, 1, 2), probe_n_train=128, device="cpu", progress=False
+    )
     monkeypatch.setattr(R.evaluate, "linear_probe", probe)
     assert devices == [torch.device("cpu")] * (5 * 2 + 1)  # 5 snapshots x 2 pools, and the raw pixels
     c = out["curves"]
@@ -104,7 +108,7 @@ def test_seed_curves_rows_match_an_independent_evaluation(cache, monkeypatch):
     assert dict(zip(c.epoch, c.images_seen)) == {0: 0, 1: 192, 2: 384}
     assert len(out["history"]) == 4 and list(out["raw"].seed) == [1]
     # independent recomputation: the trained MAE (same spec, cached checkpoint) probed by hand on the same subset
-    spec = _spec(seed=1, snapshot_epochs=(0, 1, 2))
+    spec = _spec(seed=1, snapshot_epochs=(0, 1, 2), **small)
     model, _, tr, te = E.pretrain(spec, device="cpu", progress=False)
     idx = R.probe_subset(len(tr), 128, 1)
     ftr = evaluate.extract_features(model, tr.images[idx], pool="mean", progress=False)

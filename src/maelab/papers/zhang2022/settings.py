@@ -526,7 +526,7 @@ class ZhangRegime(NotebookSettings):
         "dataset": "mnist10k",  # shipped with the repository: CI's smoke run needs no fetched data
         "n_train": 512,
         "n_test": 256,
-        "probe_n_train": 256,
+        "probe_n_train": 128,  # the raw-pixel probe's Newton (row space): 10 x 129 parameters, not 10 x 257
         "epochs": 2,
         "batch_size": 128,
         "curve_epochs": [0, 1, 2],
