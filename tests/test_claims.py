@@ -436,6 +436,25 @@ def test_t_interval_equals_scipy(x):
     assert C.t_quantile(len(x)) == pytest.approx(stats.t.ppf(0.975, len(x) - 1), rel=1e-12)
 
 
+def test_one_sided_p_values_and_t_quantiles_are_scipy_stats_bit_for_bit():
+    """``_one_sided`` and ``t_quantile`` call the special functions ``scipy.stats.t`` / ``norm`` evaluate (no frozen
+    distribution per row): exactly the same numbers."""
+    import math
+
+    from scipy import stats
+
+    from maelab.claims import statistics
+
+    ts = [0.0, 1e-12, -1e-12, 0.3, -0.7, 1.96, -2.5, 4.3, -12.0, 40.0, -1e6]
+    for df in (1, 2, 3, 5, 10, 29, 2.5, 1e3, math.inf):
+        dist = stats.norm if math.isinf(df) else stats.t(df)
+        for t in ts:
+            assert statistics._one_sided(t, 1.0, df) == (float(dist.sf(t)), float(dist.cdf(t))), (df, t)
+    for n in (2, 3, 6, 10, 50):
+        for level in (0.5, 0.9, 0.95, 0.99):
+            assert C.t_quantile(n, level) == float(stats.t.ppf((1 + level) / 2, n - 1)), (n, level)
+
+
 def test_t_quantile_is_wider_than_two_standard_errors_for_three_seeds():
     # the issue's point: with 3 seeds, mean - 2 s.e. is a ~9 % one-sided test, not 2.5 %
     from scipy import stats
