@@ -720,3 +720,20 @@ def test_choices_setting_pins_legacy_for_cpu_only_and_is_left_out_of_keys():
     )
     with pytest.raises(ParameterError, match="^model_choices must be one of 'official', 'legacy'"):
         profiles.settings("zhang_umae", "cpu", model_choices="new")
+
+
+def test_timm_is_imported_when_a_model_is_built_not_with_the_library():
+    """A page that reads stored results never builds a model; importing timm (which imports torchvision and
+    torch._dynamo) cost its kernel ~4 s. The library's modules a page imports leave it out until ``create``."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import maelab.models, maelab.zoo, maelab.experiments, maelab.train, maelab.evaluate\n"
+        "print('timm' in sys.modules)\n"
+        "maelab.models.create('mae', 'micro', attn_norm='exp')\n"
+        "print('timm' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
